@@ -1,0 +1,99 @@
+package payload
+
+import (
+	"fmt"
+
+	"github.com/openshift/library-go/pkg/manifest"
+)
+
+// Annotations the applier reads. docs/annotations.md describes each one.
+const (
+	DeleteAnnotation     = "release.openshift.io/delete"
+	CreateOnlyAnnotation = "release.openshift.io/create-only"
+)
+
+// ObjectID names one object in a cluster the way the CVO does: group, kind,
+// namespace and name. The version is left out on purpose, so that a manifest
+// that moves an object to a newer API version still names the same object.
+type ObjectID struct {
+	Group     string `json:"group"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+// String renders the ID as Kind.group/namespace/name, dropping empty parts.
+func (id ObjectID) String() string {
+	kind := id.Kind
+	if id.Group != "" {
+		kind += "." + id.Group
+	}
+	if id.Namespace == "" {
+		return kind + "/" + id.Name
+	}
+	return kind + "/" + id.Namespace + "/" + id.Name
+}
+
+// Manifest is one document of a payload file, with where it came from.
+type Manifest struct {
+	manifest.Manifest
+
+	// File is the path relative to the payload root, for example
+	// "release-manifests/0000_50_olm_07-collect-profiles.cronjob.yaml".
+	File string
+	// Line is the 1-based line at which the document starts in File.
+	Line int
+	// RunLevel and Component come from a 0000_<runlevel>_<component>_ file
+	// name. RunLevel is -1 and Component is empty when the name does not parse.
+	RunLevel  int
+	Component string
+	// Index is the 0-based position of the manifest in payload order.
+	Index int
+}
+
+// ID returns the object the manifest names.
+func (m *Manifest) ID() ObjectID {
+	return ObjectID{
+		Group:     m.GVK.Group,
+		Kind:      m.GVK.Kind,
+		Namespace: m.Obj.GetNamespace(),
+		Name:      m.Obj.GetName(),
+	}
+}
+
+// Delete reports whether the manifest asks for its object to be deleted.
+// Only the exact value "true" counts; validation rejects any other value.
+func (m *Manifest) Delete() bool {
+	return m.Obj.GetAnnotations()[DeleteAnnotation] == "true"
+}
+
+// CreateOnly reports whether the object is created when missing and never updated.
+func (m *Manifest) CreateOnly() bool {
+	return m.Obj.GetAnnotations()[CreateOnlyAnnotation] == "true"
+}
+
+// Position renders file:line for messages.
+func (m *Manifest) Position() string {
+	return fmt.Sprintf("%s:%d", m.File, m.Line)
+}
+
+// Release is a loaded, validated payload: its metadata and its manifests in
+// the order the CVO reads them.
+type Release struct {
+	// Dir is the payload root that was loaded.
+	Dir      string
+	Version  string
+	Channels []string
+	URL      string
+	// Manifests holds every manifest the inclusion filters kept, delete
+	// manifests included, in payload order.
+	Manifests []*Manifest
+	// Skipped holds the manifests the inclusion filters dropped, with why.
+	Skipped []Skipped
+}
+
+// Skipped is a manifest that an inclusion filter left out.
+type Skipped struct {
+	Manifest *Manifest
+	Reason   string
+}
