@@ -1,0 +1,201 @@
+package apply
+
+import (
+	"context"
+	"hash/fnv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// applyTask is the graph task function for a create-or-update manifest.
+func (p *pass) applyTask(ctx context.Context, t *graph.Task) error {
+	m := p.taskManifest(t)
+	res := p.results[t.Index]
+	attempt := 0
+	err := p.retry(ctx, func() error {
+		action, err := p.applyOnce(ctx, m, attempt)
+		attempt++
+		res.Action = action
+		return err
+	})
+	if err != nil {
+		te := taskError(m, "apply", err)
+		res.Action, res.Err, res.Message = ActionFailed, te, te.Message
+		p.record(ctx, t.Index, res)
+		if te.Effect == EffectFail {
+			p.e.warn(string(te.Reason), te.Error())
+		}
+		return te
+	}
+	p.record(ctx, t.Index, res)
+	return nil
+}
+
+// applyOnce reads the object and writes it only when it is missing or has
+// drifted from the manifest, then checks its health.
+func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) (Action, error) {
+	rc, err := p.resourceFor(m)
+	if err != nil {
+		return ActionFailed, err
+	}
+	var live *unstructured.Unstructured
+	if attempt == 0 {
+		live, err = p.get(ctx, m, rc)
+	} else {
+		live, err = p.getFresh(ctx, rc, m.Obj.GetName())
+	}
+	if err != nil {
+		return ActionFailed, err
+	}
+	want := desiredObject(m)
+	var action Action
+	switch {
+	case live == nil:
+		action = ActionCreated
+		live, err = p.e.serverSideApply(ctx, rc, want)
+	case m.CreateOnly():
+		return ActionSkipped, nil
+	case p.e.unchanged(m, want, live):
+		action = ActionUnchanged
+	default:
+		action = ActionConfigured
+		live, err = p.e.serverSideApply(ctx, rc, want)
+	}
+	if err != nil {
+		return ActionFailed, err
+	}
+	p.e.remember(m, live)
+	return action, p.checkHealth(ctx, m, rc, live)
+}
+
+func (p *pass) getFresh(ctx context.Context, rc resourceClient, name string) (*unstructured.Unstructured, error) {
+	obj, err := rc.ri.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return obj, nil
+}
+
+// checkHealth applies the CVO's post-apply checks. Install skips all but the
+// ones later tasks of the same pass depend on.
+func (p *pass) checkHealth(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) error {
+	h := CheckHealth(m.Obj, live)
+	if h.Reason == ReasonCRDNotEstablished {
+		live, h = p.awaitEstablished(ctx, m, rc)
+	}
+	if h.Healthy() {
+		return nil
+	}
+	if p.opts.Mode == graph.ModeInstall {
+		switch h.Reason {
+		case ReasonCRDNotEstablished, ReasonCONotAvailable, ReasonCONoVersions:
+		default:
+			return nil
+		}
+	}
+	return &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message}
+}
+
+// awaitEstablished polls a new CRD briefly: it usually becomes Established in
+// well under a second, and custom resources later in the pass need it.
+func (p *pass) awaitEstablished(ctx context.Context, m *payload.Manifest, rc resourceClient) (*unstructured.Unstructured, Health) {
+	var live *unstructured.Unstructured
+	h := Health{Reason: ReasonCRDNotEstablished, Effect: EffectNone,
+		Message: "CustomResourceDefinition " + m.Obj.GetName() + " did not become Established in " + p.opts.EstablishTimeout.String()}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, p.opts.EstablishTimeout, true, func(ctx context.Context) (bool, error) {
+		obj, err := p.getFresh(ctx, rc, m.Obj.GetName())
+		if err != nil || obj == nil {
+			return false, nil
+		}
+		if next := CheckHealth(m.Obj, obj); next.Healthy() {
+			live, h = obj, next
+			return true, nil
+		}
+		return false, nil
+	})
+	if h.Healthy() {
+		p.e.mapper.invalidate()
+	}
+	return live, h
+}
+
+// desiredObject is the manifest as sent to the server: without status, which
+// belongs to controllers, and without server-owned metadata.
+func desiredObject(m *payload.Manifest) *unstructured.Unstructured {
+	obj := m.Obj.DeepCopy()
+	delete(obj.Object, "status")
+	if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
+		for _, f := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"} {
+			delete(md, f)
+		}
+	}
+	return obj
+}
+
+// serverSideApply writes obj with server-side apply, forcing ownership of the
+// fields the manifest sets: the payload is the source of truth for them.
+func (e *Engine) serverSideApply(ctx context.Context, rc resourceClient, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return rc.ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+}
+
+func manifestHash(m *payload.Manifest) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(m.Raw)
+	return h.Sum64()
+}
+
+// unchanged reports whether live already holds everything the manifest sets.
+func (e *Engine) unchanged(m *payload.Manifest, want, live *unstructured.Unstructured) bool {
+	e.appliedMu.Lock()
+	st, ok := e.applied[m.ID()]
+	e.appliedMu.Unlock()
+	if ok && st.hash == manifestHash(m) && st.resourceVersion == live.GetResourceVersion() {
+		return true
+	}
+	cmp := want.Object
+	if want.GetKind() == "Secret" && want.GroupVersionKind().Group == corev1.GroupName {
+		cmp = secretStringData(cmp)
+	}
+	return contains(live.Object, cmp)
+}
+
+// remember records what the object looked like after this pass touched it.
+func (e *Engine) remember(m *payload.Manifest, live *unstructured.Unstructured) {
+	if live == nil {
+		return
+	}
+	e.appliedMu.Lock()
+	defer e.appliedMu.Unlock()
+	e.applied[m.ID()] = appliedState{hash: manifestHash(m), resourceVersion: live.GetResourceVersion()}
+}
+
+// warn records a warning Event when a recorder is configured.
+func (e *Engine) warn(reason, msg string) {
+	if e.recorder != nil {
+		e.recorder.Event(e.eventObj, corev1.EventTypeWarning, reason, msg)
+	}
+}
+
+// note records a normal Event when a recorder is configured.
+func (e *Engine) note(reason, msg string) {
+	if e.recorder != nil {
+		e.recorder.Event(e.eventObj, corev1.EventTypeNormal, reason, msg)
+	}
+}

@@ -1,0 +1,293 @@
+// Package apply creates, updates and deletes the objects of a release
+// payload. It is the only package that writes to the cluster's payload
+// objects, and it is the one engine behind both `payload-applier apply` and
+// the operator.
+package apply
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// deleteParallelism bounds concurrent delete chains. Deletes are few, and each
+// chain waits on its own objects, so a small pool keeps API load low.
+const deleteParallelism = 8
+
+// FieldManager is the server-side apply field manager of every write.
+const FieldManager = "payload-applier"
+
+// Config wires an Engine to a cluster.
+type Config struct {
+	// Dynamic is the client for every payload object.
+	Dynamic dynamic.Interface
+	// Mapper resolves kinds to resources. It is reset when a kind does not
+	// resolve, so that a custom resource applies once its CRD is Established.
+	Mapper meta.ResettableRESTMapper
+	// Ledger persists delete records across restarts.
+	Ledger LedgerStore
+	// Self names the applier's own objects, which are never deleted.
+	// Zero fields take DefaultSelf's values.
+	Self Self
+	// Recorder, when set, receives Kubernetes Events about deletes and
+	// failures, attached to EventObject.
+	Recorder    record.EventRecorder
+	EventObject runtime.Object
+	// Clock defaults to the real clock.
+	Clock clock.Clock
+}
+
+// Engine applies releases. It is safe for one Sync at a time; Deletes may be
+// called concurrently with a Sync.
+type Engine struct {
+	dynamic   dynamic.Interface
+	mapper    *mapper
+	ledger    *ledger
+	protected map[payload.ObjectID]string
+	recorder  record.EventRecorder
+	eventObj  runtime.Object
+	clock     clock.Clock
+
+	// applied remembers, per object, the manifest hash and the
+	// resourceVersion our last write produced, so a resync can skip the
+	// comparison when nothing has touched the object since.
+	appliedMu sync.Mutex
+	applied   map[payload.ObjectID]appliedState
+
+	// stuckReported keeps Events about stuck deletes to one per object.
+	stuckMu       sync.Mutex
+	stuckReported map[payload.ObjectID]bool
+}
+
+type appliedState struct {
+	hash            uint64
+	resourceVersion string
+}
+
+// New validates cfg and returns an Engine.
+func New(cfg Config) (*Engine, error) {
+	var errs []error
+	if cfg.Dynamic == nil {
+		errs = append(errs, errors.New("Config.Dynamic is required"))
+	}
+	if cfg.Mapper == nil {
+		errs = append(errs, errors.New("Config.Mapper is required"))
+	}
+	if cfg.Ledger == nil {
+		errs = append(errs, errors.New("Config.Ledger is required"))
+	}
+	if cfg.Recorder != nil && cfg.EventObject == nil {
+		errs = append(errs, errors.New("Config.EventObject is required with Config.Recorder"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("apply engine: %w", err)
+	}
+	def := DefaultSelf()
+	if cfg.Self.Namespace == "" {
+		cfg.Self.Namespace = def.Namespace
+	}
+	if cfg.Self.Deployment == "" {
+		cfg.Self.Deployment = def.Deployment
+	}
+	if cfg.Self.Ledger == "" {
+		cfg.Self.Ledger = def.Ledger
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	return &Engine{
+		dynamic:       cfg.Dynamic,
+		mapper:        newMapper(cfg.Mapper, cfg.Clock),
+		ledger:        newLedger(cfg.Ledger),
+		protected:     cfg.Self.protectedSet(),
+		recorder:      cfg.Recorder,
+		eventObj:      cfg.EventObject,
+		clock:         cfg.Clock,
+		applied:       map[payload.ObjectID]appliedState{},
+		stuckReported: map[payload.ObjectID]bool{},
+	}, nil
+}
+
+// SyncOptions tune one pass. Zero values take the mode's defaults.
+type SyncOptions struct {
+	Mode graph.Mode
+	// Attempt seeds the reconcile permutation.
+	Attempt int
+	// Parallelism bounds concurrent graph nodes; 0 takes the mode's default
+	// (update 16, reconcile 2, install one worker per node).
+	Parallelism int
+	// Backoff retries a failing task. Default: update and reconcile
+	// {10s, ×1.3, 3 steps, cap 15s}; install {1s, ×2, 4 steps, cap 15s}.
+	Backoff *wait.Backoff
+	// DeleteSettle is how long a just-issued delete is watched for the
+	// object to vanish before the next delete in its chain waits for a later
+	// pass. Default 5s.
+	DeleteSettle time.Duration
+	// EstablishTimeout bounds the wait for a CRD to become Established.
+	// Default 30s.
+	EstablishTimeout time.Duration
+	// StuckAfter marks an in-progress delete as stuck. Default 10 minutes.
+	StuckAfter time.Duration
+	// Events, when set, receives one event per finished task. Sends give up
+	// when ctx is done.
+	Events chan<- Event
+}
+
+func (o *SyncOptions) setDefaults() {
+	if o.Mode == "" {
+		o.Mode = graph.ModeUpdate
+	}
+	if o.Backoff == nil {
+		b := wait.Backoff{Duration: 10 * time.Second, Factor: 1.3, Steps: 3, Cap: 15 * time.Second}
+		if o.Mode == graph.ModeInstall {
+			b = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 4, Cap: 15 * time.Second}
+		}
+		o.Backoff = &b
+	}
+	if o.DeleteSettle == 0 {
+		o.DeleteSettle = 5 * time.Second
+	}
+	if o.EstablishTimeout == 0 {
+		o.EstablishTimeout = 30 * time.Second
+	}
+	if o.StuckAfter == 0 {
+		o.StuckAfter = 10 * time.Minute
+	}
+}
+
+// Tasks turns a release's manifests into graph tasks, index for index.
+func Tasks(rel *payload.Release) []*graph.Task {
+	tasks := make([]*graph.Task, len(rel.Manifests))
+	for i, m := range rel.Manifests {
+		tasks[i] = &graph.Task{
+			Index:     i,
+			File:      m.OriginalFilename,
+			RunLevel:  m.RunLevel,
+			Component: m.Component,
+			Name:      m.ID().String(),
+			Job:       m.GVK.Group == "batch" && m.GVK.Kind == "Job",
+			Delete:    m.Delete(),
+		}
+	}
+	return tasks
+}
+
+// Sync applies rel once: the apply walk in graph order, then the delete walk
+// in reverse order. It returns an error only when the pass could not start;
+// task failures are in the result.
+func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOptions) (*SyncResult, error) {
+	opts.setDefaults()
+	if err := e.ledger.load(ctx); err != nil {
+		return nil, err
+	}
+	p := newPass(e, rel, opts)
+	if opts.Mode == graph.ModeUpdate {
+		if err := p.claimDeletes(ctx); err != nil {
+			return nil, err
+		}
+	}
+	tasks := Tasks(rel)
+	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: opts.Mode, Attempt: opts.Attempt})
+	deleteGraph := graph.BuildDeletes(tasks)
+	parallelism := opts.Parallelism
+	if parallelism == 0 {
+		parallelism = graph.RecommendedParallelism(opts.Mode, applyGraph)
+	}
+	// Applies first, then deletes, whatever the applies did: replacements
+	// exist before old objects go, and no failing apply holds back cleanup.
+	applyRes := graph.Run(ctx, applyGraph, graph.RunOptions{Parallelism: parallelism}, p.applyTask)
+	deleteRes := graph.Run(ctx, deleteGraph, graph.RunOptions{Parallelism: deleteParallelism}, p.deleteTask)
+	p.markUnrun()
+	p.trackOrphanedDeletes(ctx)
+	return p.result(applyRes, deleteRes), nil
+}
+
+// Deletes reports the ledger's deletes, for Upgradeable and status.
+func (e *Engine) Deletes(ctx context.Context, stuckAfter time.Duration) (DeleteStatus, error) {
+	if err := e.ledger.load(ctx); err != nil {
+		return DeleteStatus{}, err
+	}
+	if stuckAfter == 0 {
+		stuckAfter = 10 * time.Minute
+	}
+	return summarizeDeletes(e.ledger.all(), e.clock.Now(), stuckAfter), nil
+}
+
+// summarizeDeletes groups records for status.
+func summarizeDeletes(recs []DeleteRecord, now time.Time, stuckAfter time.Duration) DeleteStatus {
+	var s DeleteStatus
+	for _, r := range recs {
+		if r.ReappearedAt != nil && r.Done() {
+			s.Reappeared = append(s.Reappeared, r)
+		}
+		if r.Done() {
+			continue
+		}
+		if r.LastError != "" {
+			s.Failed = append(s.Failed, r)
+		}
+		s.InProgress = append(s.InProgress, r)
+		if r.RequestedAt == nil {
+			continue
+		}
+		age := now.Sub(r.RequestedAt.Time)
+		if age > s.OldestPending {
+			s.OldestPending = age
+		}
+		if r.State == DeleteInProgress && age > stuckAfter {
+			s.Stuck = append(s.Stuck, r)
+		}
+	}
+	return s
+}
+
+// result assembles the pass's outcome.
+func (p *pass) result(applyRes, deleteRes *graph.Result) *SyncResult {
+	r := &SyncResult{
+		Release:    p.rel.Version,
+		Mode:       p.opts.Mode,
+		Objects:    p.results,
+		Total:      p.total,
+		Apply:      applyRes,
+		DeleteWalk: deleteRes,
+	}
+	for _, o := range p.results {
+		if o.Delete {
+			continue
+		}
+		switch {
+		case o.Err != nil:
+			r.Errors = append(r.Errors, o.Err)
+		case o.Action != ActionNotRun:
+			r.Done++
+		}
+	}
+	r.Deletes = summarizeDeletes(p.e.ledger.all(), p.e.clock.Now(), p.opts.StuckAfter)
+	p.e.reportStuck(r.Deletes.Stuck)
+	return r
+}
+
+// reportStuck sends one warning Event per delete that became stuck.
+func (e *Engine) reportStuck(stuck []DeleteRecord) {
+	e.stuckMu.Lock()
+	defer e.stuckMu.Unlock()
+	for _, r := range stuck {
+		if e.stuckReported[r.ID] {
+			continue
+		}
+		e.stuckReported[r.ID] = true
+		e.warn("DeleteStuck", fmt.Sprintf("Delete of %s has been pending since %s; %s", r.ID, formatTime(r.RequestedAt), ongoingMessage(r)))
+	}
+}

@@ -1,0 +1,63 @@
+package apply
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+)
+
+// RefreshDeletes looks at every in-progress delete and records the ones that
+// have completed. It only reads the cluster, so the operator can call it
+// between passes to let Upgradeable turn True as soon as a finalizer clears.
+func (e *Engine) RefreshDeletes(ctx context.Context) error {
+	if err := e.ledger.load(ctx); err != nil {
+		return err
+	}
+	for _, rec := range e.ledger.all() {
+		if rec.State != DeleteInProgress {
+			continue
+		}
+		if err := e.observeRecord(ctx, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// observeRecord re-reads an in-progress delete's object and updates its record.
+func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
+	gk := schema.GroupKind{Group: rec.ID.Group, Kind: rec.ID.Kind}
+	mapping, err := e.mapper.m.RESTMapping(gk)
+	gone := false
+	switch {
+	case meta.IsNoMatchError(err):
+		gone = true
+	case err != nil:
+		return err
+	default:
+		var ri dynamic.ResourceInterface = e.dynamic.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = e.dynamic.Resource(mapping.Resource).Namespace(rec.ID.Namespace)
+		}
+		live, err := ri.Get(ctx, rec.ID.Name, metav1.GetOptions{})
+		switch {
+		case isNotFound(err):
+			gone = true
+		case err != nil:
+			return err
+		case rec.UID != "" && live.GetUID() != rec.UID:
+			gone = true
+		default:
+			rec.DeletionTimestamp, rec.Finalizers = live.GetDeletionTimestamp(), live.GetFinalizers()
+		}
+	}
+	if gone {
+		now := metav1.NewTime(e.clock.Now())
+		rec.State, rec.CompletedAt, rec.Finalizers = DeleteCompleted, &now, nil
+		e.note("DeleteCompleted", "Delete of "+rec.ID.String()+" completed.")
+	}
+	return e.ledger.put(ctx, rec)
+}

@@ -1,0 +1,69 @@
+package apply
+
+import (
+	"fmt"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// protectedNamespaces are never deleted, whatever a payload says: losing one
+// takes the cluster or the applier down with it.
+var protectedNamespaces = []string{"kube-system", "kube-public", "default"}
+
+// protectedCRDs serve the applier's own state.
+var protectedCRDs = []string{
+	"clusterversions.config.openshift.io",
+	"clusteroperators.config.openshift.io",
+}
+
+// Self names the applier's own objects, which it refuses to delete.
+type Self struct {
+	// Namespace is the applier's namespace; default openshift-cluster-version.
+	Namespace string
+	// Deployment is the applier's Deployment in Namespace; default cluster-version-operator.
+	Deployment string
+	// Ledger is the name of the ledger ConfigMap in Namespace.
+	Ledger string
+}
+
+// DefaultSelf returns the names the applier's own manifests use.
+func DefaultSelf() Self {
+	return Self{
+		Namespace:  "openshift-cluster-version",
+		Deployment: "cluster-version-operator",
+		Ledger:     "payload-applier-delete-ledger",
+	}
+}
+
+// protectedSet lists every object the engine refuses to delete.
+func (s Self) protectedSet() map[payload.ObjectID]string {
+	set := map[payload.ObjectID]string{}
+	for _, ns := range append(append([]string(nil), protectedNamespaces...), s.Namespace) {
+		set[payload.ObjectID{Kind: "Namespace", Name: ns}] = "a protected namespace"
+	}
+	for _, crd := range protectedCRDs {
+		set[payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: crd}] =
+			"the CustomResourceDefinition behind the applier's own status"
+	}
+	set[payload.ObjectID{Group: "apps", Kind: "Deployment", Namespace: s.Namespace, Name: s.Deployment}] = "the applier's own Deployment"
+	set[payload.ObjectID{Kind: "ConfigMap", Namespace: s.Namespace, Name: s.Ledger}] = "the applier's delete ledger"
+	set[payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Name: "version"}] = "the ClusterVersion the applier reports on"
+	return set
+}
+
+// checkDeletable refuses a delete unless the release being applied has a
+// delete manifest naming exactly this object and the object is not protected.
+// It is the last gate before every DELETE the engine sends.
+func (e *Engine) checkDeletable(rel *payload.Release, id payload.ObjectID) error {
+	if why, ok := e.protected[id]; ok {
+		return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
+			Message: fmt.Sprintf("refusing to delete %s: it is %s", id, why)}
+	}
+	for _, m := range rel.Manifests {
+		if m.Delete() && m.ID() == id {
+			return nil
+		}
+	}
+	return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
+		Message: fmt.Sprintf("refusing to delete %s: release %s has no delete manifest for it", id, rel.Version)}
+}

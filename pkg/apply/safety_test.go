@@ -1,0 +1,47 @@
+package apply
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+func TestCheckDeletable(t *testing.T) {
+	e := &Engine{protected: DefaultSelf().protectedSet()}
+	target := deleteManifest("ConfigMap", "ns", "x")
+	kept := deleteManifest("ConfigMap", "ns", "kept")
+	kept.Obj.SetAnnotations(nil)
+	rel := &payload.Release{Version: "2", Manifests: []*payload.Manifest{target, kept,
+		deleteManifest("Namespace", "", "kube-system")}}
+	tests := []struct {
+		name string
+		id   payload.ObjectID
+		want string
+	}{
+		{"the object a delete manifest names may be deleted", target.ID(), ""},
+		{"an object only created by the payload is refused", kept.ID(), "no delete manifest"},
+		{"an object the payload never names is refused", payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: "other"}, "no delete manifest"},
+		{"a same-named object in another namespace is refused", payload.ObjectID{Kind: "ConfigMap", Namespace: "other", Name: "x"}, "no delete manifest"},
+		{"kube-system is refused even when marked", payload.ObjectID{Kind: "Namespace", Name: "kube-system"}, "protected namespace"},
+		{"the applier's namespace is refused", payload.ObjectID{Kind: "Namespace", Name: "openshift-cluster-version"}, "protected namespace"},
+		{"the applier's deployment is refused", payload.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "openshift-cluster-version", Name: "cluster-version-operator"}, "own Deployment"},
+		{"the ClusterVersion CRD is refused", payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "clusterversions.config.openshift.io"}, "CustomResourceDefinition"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := e.checkDeletable(rel, tt.id)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected refusal: %v", err)
+				}
+				return
+			}
+			var te *TaskError
+			if !errors.As(err, &te) || te.Reason != ReasonDeletionRefused || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("want a %s refusal mentioning %q, got %v", ReasonDeletionRefused, tt.want, err)
+			}
+		})
+	}
+}
