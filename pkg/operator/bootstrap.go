@@ -1,0 +1,98 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/google/uuid"
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/payload-applier/payload-applier/manifests"
+)
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// Bootstrap makes sure the cluster has what the operator needs: the
+// ClusterVersion and ClusterOperator CRDs, its namespace and the
+// ClusterVersion itself. When all exist it only reads.
+func (o *Operator) Bootstrap(ctx context.Context) error {
+	crds, err := manifests.CRDs()
+	if err != nil {
+		return err
+	}
+	for _, crd := range crds {
+		if err := o.ensureCRD(ctx, crd); err != nil {
+			return err
+		}
+	}
+	if _, err := o.kube.CoreV1().Namespaces().Get(ctx, o.cfg.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.cfg.Namespace}}
+		if _, err := o.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create namespace %s: %w", o.cfg.Namespace, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("get namespace %s: %w", o.cfg.Namespace, err)
+	}
+	cvs := o.config.ConfigV1().ClusterVersions()
+	if _, err := cvs.Get(ctx, o.cfg.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		cv := &configv1.ClusterVersion{
+			ObjectMeta: metav1.ObjectMeta{Name: o.cfg.Name},
+			Spec:       configv1.ClusterVersionSpec{ClusterID: configv1.ClusterID(uuid.NewString())},
+		}
+		if _, err := cvs.Create(ctx, cv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create ClusterVersion %s: %w", o.cfg.Name, err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("get ClusterVersion %s: %w", o.cfg.Name, err)
+	}
+	return nil
+}
+
+// ensureCRD creates a missing CRD and waits until it is Established. An
+// existing CRD is left alone: a newer one may be installed by the payload.
+func (o *Operator) ensureCRD(ctx context.Context, crd *unstructured.Unstructured) error {
+	ri := o.dynamic.Resource(crdResource)
+	_, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("get CRD %s: %w", crd.GetName(), err)
+	}
+	if _, err := ri.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		live, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]interface{}); ok && m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+func hostIdentity() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		return "payload-applier"
+	}
+	return h
+}
+
+func eventScheme() *runtime.Scheme { return scheme.Scheme }

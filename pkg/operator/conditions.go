@@ -1,0 +1,157 @@
+package operator
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+)
+
+// Condition types the ClusterVersion carries beyond the operator ones.
+const (
+	ConditionFailing         configv1.ClusterStatusConditionType = "Failing"
+	ConditionReleaseAccepted configv1.ClusterStatusConditionType = "ReleaseAccepted"
+	ConditionRetrieved       configv1.ClusterStatusConditionType = "RetrievedUpdates"
+)
+
+// Reasons the operator sets.
+const (
+	ReasonPayloadLoaded      = "PayloadLoaded"
+	ReasonLoadPayload        = "LoadPayload"
+	ReasonPreconditionChecks = "PreconditionChecks"
+	ReasonMultipleErrors     = "MultipleErrors"
+	ReasonNoDesiredUpdate    = "NoDesiredUpdate"
+)
+
+// setCondition sets c in conds, keeping the transition time when the status
+// did not change so that an unchanged status compares equal.
+func setCondition(conds []configv1.ClusterOperatorStatusCondition, c configv1.ClusterOperatorStatusCondition, now metav1.Time) []configv1.ClusterOperatorStatusCondition {
+	for i := range conds {
+		if conds[i].Type != c.Type {
+			continue
+		}
+		c.LastTransitionTime = conds[i].LastTransitionTime
+		if conds[i].Status != c.Status {
+			c.LastTransitionTime = now
+		}
+		conds[i] = c
+		return conds
+	}
+	c.LastTransitionTime = now
+	return append(conds, c)
+}
+
+func findCondition(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType) *configv1.ClusterOperatorStatusCondition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// failingErrors splits a pass's errors into failures and waits. A wait (a
+// CRD establishing, an operator still updating) is progress, not failure.
+func failingErrors(errs []error) (failures, waits []*apply.TaskError) {
+	for _, err := range errs {
+		var te *apply.TaskError
+		if !errors.As(err, &te) {
+			te = &apply.TaskError{Reason: apply.ReasonFailed, Effect: apply.EffectFail, Message: err.Error(), Err: err}
+		}
+		if te.Effect == apply.EffectNone {
+			waits = append(waits, te)
+		} else {
+			failures = append(failures, te)
+		}
+	}
+	return failures, waits
+}
+
+// summarizeFailures condenses failures into a reason and message, keeping
+// every message: one error gives its own reason, several give MultipleErrors.
+func summarizeFailures(failures []*apply.TaskError) (reason, message string) {
+	if len(failures) == 1 {
+		return string(failures[0].Reason), failures[0].Error()
+	}
+	msgs := map[string]bool{}
+	for _, f := range failures {
+		msgs["* "+f.Error()] = true
+	}
+	lines := make([]string, 0, len(msgs))
+	for m := range msgs {
+		lines = append(lines, m)
+	}
+	sort.Strings(lines)
+	return ReasonMultipleErrors, "Multiple errors are preventing progress:\n" + strings.Join(lines, "\n")
+}
+
+// progressConditions sets Available, Progressing and Failing from a pass.
+func progressConditions(status *configv1.ClusterVersionStatus, res *apply.SyncResult, now metav1.Time) {
+	version := status.Desired.Version
+	current := currentVersion(status.History)
+	if current != "" {
+		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: configv1.OperatorAvailable, Status: configv1.ConditionTrue, Message: "Done applying " + current}, now)
+	} else {
+		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: configv1.OperatorAvailable, Status: configv1.ConditionFalse}, now)
+	}
+	if res == nil {
+		return
+	}
+	failures, waits := failingErrors(res.Errors)
+	failing := configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionFalse}
+	if len(failures) > 0 {
+		failing.Status = configv1.ConditionTrue
+		failing.Reason, failing.Message = summarizeFailures(failures)
+	}
+	status.Conditions = setCondition(status.Conditions, failing, now)
+
+	progressing := configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing}
+	switch {
+	case res.Complete():
+		progressing.Status, progressing.Message = configv1.ConditionFalse, "Cluster version is "+version
+	case res.Mode == "reconcile":
+		progressing.Status, progressing.Reason = configv1.ConditionFalse, failing.Reason
+		progressing.Message = fmt.Sprintf("Error while reconciling %s: %s", version, firstLine(failing.Message, waits))
+	default:
+		pct := 0
+		if res.Total > 0 {
+			pct = res.Done * 100 / res.Total
+		}
+		progressing.Status = configv1.ConditionTrue
+		progressing.Reason = failing.Reason
+		progressing.Message = fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", version, res.Done, res.Total, pct)
+		if len(waits) > 0 {
+			progressing.Message += ", waiting on " + waitSubjects(waits)
+		}
+	}
+	status.Conditions = setCondition(status.Conditions, progressing, now)
+}
+
+func firstLine(msg string, waits []*apply.TaskError) string {
+	if msg == "" && len(waits) > 0 {
+		return "waiting on " + waitSubjects(waits)
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+func waitSubjects(waits []*apply.TaskError) string {
+	names := make([]string, 0, len(waits))
+	for _, w := range waits {
+		names = append(names, w.Subject.String())
+	}
+	sort.Strings(names)
+	if len(names) > maxNamedObjectsInCondition {
+		names = append(names[:maxNamedObjectsInCondition], fmt.Sprintf("and %d more", len(names)-maxNamedObjectsInCondition))
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,157 @@
+package operator
+
+import (
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+)
+
+// Metrics are the operator's Prometheus metrics: the CVO's, so existing
+// dashboards and alerts work, plus deletion metrics the CVO lacks.
+type Metrics struct {
+	clusterVersion      *prometheus.GaugeVec
+	payload             *prometheus.GaugeVec
+	operatorUp          *prometheus.GaugeVec
+	operatorConditions  *prometheus.GaugeVec
+	payloadErrors       *prometheus.CounterVec
+	deletesInProgress   prometheus.Gauge
+	deleteOldestPending prometheus.Gauge
+	deletesTotal        *prometheus.CounterVec
+	syncDuration        *prometheus.HistogramVec
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		clusterVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cluster_version",
+			Help: "Reports the version of the cluster in terms of seconds since the epoch. Type 'current' is the version being applied and the value is the creation date of the payload. 'desired' is the version the cluster is reconciling towards. 'completed' is the time the most recent version was completely applied. 'initial' is the version the cluster was installed with. 'updating' is set while an update is in progress, with the start time.",
+		}, []string{"type", "version", "image", "from_version"}),
+		payload: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cluster_version_payload",
+			Help: "Reports the number of manifests applied ('applied') and not yet applied ('pending') for a version.",
+		}, []string{"version", "type"}),
+		operatorUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cluster_operator_up",
+			Help: "1 if a cluster operator is Available=True, 0 otherwise.",
+		}, []string{"name", "version", "reason"}),
+		operatorConditions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cluster_operator_conditions",
+			Help: "Cluster operator conditions: 1 True, 0 False, -1 Unknown.",
+		}, []string{"name", "condition", "reason"}),
+		payloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cluster_operator_payload_errors",
+			Help: "Counts failed manifest applies per version.",
+		}, []string{"version"}),
+		deletesInProgress: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payload_applier_deletes_in_progress",
+			Help: "Deletes requested by a payload that have not completed.",
+		}),
+		deleteOldestPending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payload_applier_delete_oldest_pending_seconds",
+			Help: "Age of the oldest delete still in progress, 0 when none.",
+		}),
+		deletesTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "payload_applier_deletes_total",
+			Help: "Delete outcomes by result: requested, completed, already_deleted, failed, reappeared.",
+		}, []string{"result"}),
+		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "payload_applier_sync_duration_seconds",
+			Help:    "Duration of one ClusterVersion sync, by mode.",
+			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
+		}, []string{"mode"}),
+	}
+	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
+		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// observeSync records one pass.
+func (m *Metrics) observeSync(d time.Duration, cv *configv1.ClusterVersion, res *apply.SyncResult) {
+	m.syncDuration.WithLabelValues(string(res.Mode)).Observe(d.Seconds())
+	m.payload.Reset()
+	m.payload.WithLabelValues(res.Release, "applied").Set(float64(res.Done))
+	m.payload.WithLabelValues(res.Release, "pending").Set(float64(res.Total - res.Done))
+	if n := len(res.Errors); n > 0 {
+		m.payloadErrors.WithLabelValues(res.Release).Add(float64(n))
+	}
+	m.clusterVersion.Reset()
+	h := cv.Status.History
+	if len(h) == 0 {
+		return
+	}
+	desired := cv.Status.Desired
+	m.clusterVersion.WithLabelValues("desired", desired.Version, desired.Image, "").Set(float64(h[0].StartedTime.Unix()))
+	initial := h[len(h)-1]
+	m.clusterVersion.WithLabelValues("initial", initial.Version, initial.Image, "").Set(float64(initial.StartedTime.Unix()))
+	for i, e := range h {
+		if e.State != configv1.CompletedUpdate || e.CompletionTime == nil {
+			continue
+		}
+		m.clusterVersion.WithLabelValues("current", e.Version, e.Image, "").Set(float64(e.StartedTime.Unix()))
+		m.clusterVersion.WithLabelValues("completed", e.Version, e.Image, "").Set(float64(e.CompletionTime.Unix()))
+		if i > 0 {
+			m.clusterVersion.WithLabelValues("updating", desired.Version, desired.Image, e.Version).Set(float64(h[0].StartedTime.Unix()))
+		}
+		break
+	}
+}
+
+// observeDeletes records the ledger's view and the ClusterOperators.
+func (m *Metrics) observeDeletes(deletes apply.DeleteStatus, operators []configv1.ClusterOperator) {
+	m.deletesInProgress.Set(float64(len(deletes.InProgress)))
+	m.deleteOldestPending.Set(deletes.OldestPending.Seconds())
+	m.operatorUp.Reset()
+	m.operatorConditions.Reset()
+	for _, co := range operators {
+		version := ""
+		for _, v := range co.Status.Versions {
+			if v.Name == "operator" {
+				version = v.Version
+			}
+		}
+		up, reason := 0.0, ""
+		for _, c := range co.Status.Conditions {
+			val := -1.0
+			switch c.Status {
+			case configv1.ConditionTrue:
+				val = 1
+			case configv1.ConditionFalse:
+				val = 0
+			}
+			m.operatorConditions.WithLabelValues(co.Name, string(c.Type), c.Reason).Set(val)
+			if c.Type == configv1.OperatorAvailable {
+				up, reason = val, c.Reason
+				if up < 0 {
+					up = 0
+				}
+			}
+		}
+		m.operatorUp.WithLabelValues(co.Name, version, reason).Set(up)
+	}
+}
+
+// countDelete counts one delete task's outcome.
+func (m *Metrics) countDelete(a apply.Action) {
+	result := ""
+	switch a {
+	case apply.ActionDeleteRequested:
+		result = "requested"
+	case apply.ActionDeleted:
+		result = "completed"
+	case apply.ActionFailed:
+		result = "failed"
+	case apply.ActionReappeared:
+		result = "reappeared"
+	default:
+		return
+	}
+	m.deletesTotal.WithLabelValues(result).Inc()
+}

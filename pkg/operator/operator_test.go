@@ -1,0 +1,163 @@
+package operator
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+var t0 = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+
+func entry(version string, state configv1.UpdateState) configv1.UpdateHistory {
+	return configv1.UpdateHistory{Version: version, State: state, StartedTime: t0}
+}
+
+func TestModeFor(t *testing.T) {
+	tests := []struct {
+		name    string
+		history []configv1.UpdateHistory
+		desired string
+		want    graph.Mode
+	}{
+		{"no history is an install", nil, "1.0.0", graph.ModeInstall},
+		{"a partial first release is still an install", []configv1.UpdateHistory{entry("1.0.0", configv1.PartialUpdate)}, "1.0.0", graph.ModeInstall},
+		{"the completed desired release is reconciled", []configv1.UpdateHistory{entry("1.0.0", configv1.CompletedUpdate)}, "1.0.0", graph.ModeReconcile},
+		{"a new release after a completed one is an update", []configv1.UpdateHistory{entry("1.0.0", configv1.CompletedUpdate)}, "1.0.1", graph.ModeUpdate},
+		{"a partial update stays an update after a restart", []configv1.UpdateHistory{entry("1.0.1", configv1.PartialUpdate), entry("1.0.0", configv1.CompletedUpdate)}, "1.0.1", graph.ModeUpdate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := modeFor(tt.history, configv1.Release{Version: tt.desired}); got != tt.want {
+				t.Errorf("modeFor = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestHistory(t *testing.T) {
+	h := startHistory(nil, configv1.Release{Version: "1.0.0"}, t0, "")
+	if len(h) != 1 || h[0].State != configv1.PartialUpdate || h[0].CompletionTime != nil {
+		t.Fatalf("a new release starts one partial entry: %+v", h)
+	}
+	h = startHistory(h, configv1.Release{Version: "1.0.0"}, t0, "")
+	if len(h) != 1 {
+		t.Fatalf("the same release must not add an entry: %+v", h)
+	}
+	h = completeHistory(h, t0)
+	if h[0].State != configv1.CompletedUpdate || h[0].CompletionTime == nil {
+		t.Fatalf("completion must mark the entry Completed with a time: %+v", h[0])
+	}
+	h = startHistory(h, configv1.Release{Version: "1.0.1"}, t0, "forced")
+	if len(h) != 2 || h[0].Version != "1.0.1" || h[0].AcceptedRisks != "forced" || currentVersion(h) != "1.0.0" {
+		t.Fatalf("an update adds a newest entry with its risks: %+v", h)
+	}
+	h = startHistory(h, configv1.Release{Version: "1.0.2"}, t0, "")
+	if h[1].State != configv1.PartialUpdate || h[1].CompletionTime == nil {
+		t.Fatalf("an abandoned update is closed as partial: %+v", h[1])
+	}
+	for i := 0; i < 2*MaxHistory; i++ {
+		h = startHistory(h, configv1.Release{Version: "1.0." + string(rune('a'+i%26)) + strings.Repeat("x", i)}, t0, "")
+	}
+	if len(h) != MaxHistory {
+		t.Fatalf("history must be bounded to %d entries, got %d", MaxHistory, len(h))
+	}
+}
+
+func rec(name string, state apply.DeleteState, lastErr string, finalizers ...string) apply.DeleteRecord {
+	return apply.DeleteRecord{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}, State: state, LastError: lastErr, Finalizers: finalizers}
+}
+
+func TestUpgradeable(t *testing.T) {
+	coNotUpgradeable := configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
+		Status: configv1.ClusterOperatorStatus{Conditions: []configv1.ClusterOperatorStatusCondition{
+			{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionFalse, Reason: "Busy", Message: "defragmenting"}}}}
+	many := apply.DeleteStatus{}
+	for i := 0; i < 12; i++ {
+		many.InProgress = append(many.InProgress, rec(string(rune('a'+i)), apply.DeleteInProgress, ""))
+	}
+	tests := []struct {
+		name      string
+		deletes   apply.DeleteStatus
+		operators []configv1.ClusterOperator
+		overrides []configv1.ComponentOverride
+		status    configv1.ConditionStatus
+		reason    string
+		contains  []string
+	}{
+		{"nothing pending allows minor updates", apply.DeleteStatus{}, nil, nil, configv1.ConditionTrue, ReasonAsExpected, nil},
+		{"a pending delete blocks with its finalizers", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "", "example.com/hold")}},
+			nil, nil, configv1.ConditionFalse, ReasonDeletionInProgress, []string{"ConfigMap/ns/x", "example.com/hold"}},
+		{"a failed delete gives ResourceDeletionFailed", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeletePending, "forbidden")}, Failed: []apply.DeleteRecord{rec("x", apply.DeletePending, "forbidden")}},
+			nil, nil, configv1.ConditionFalse, ReasonDeletionFailed, []string{"forbidden"}},
+		{"a stuck delete gives ResourceDeletionFailed", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}, Stuck: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}},
+			nil, nil, configv1.ConditionFalse, ReasonDeletionFailed, []string{"stuck"}},
+		{"more than ten objects are counted", many, nil, nil, configv1.ConditionFalse, ReasonDeletionInProgress, []string{"and 2 more"}},
+		{"a ClusterOperator with Upgradeable=False blocks", apply.DeleteStatus{}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
+			configv1.ConditionFalse, ReasonOperatorsNotUpgrade, []string{"etcd", "defragmenting"}},
+		{"unmanaged overrides block", apply.DeleteStatus{}, nil, []configv1.ComponentOverride{{Kind: "Deployment", Name: "x", Unmanaged: true}},
+			configv1.ConditionFalse, ReasonOverridesSet, nil},
+		{"several sources give MultipleReasons", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
+			configv1.ConditionFalse, ReasonMultipleReasons, []string{"in progress", "etcd"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := upgradeableCondition(upgradeableBlockers(tt.deletes, tt.operators, tt.overrides))
+			if c.Status != tt.status || c.Reason != tt.reason {
+				t.Fatalf("got %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, tt.status, tt.reason)
+			}
+			for _, s := range tt.contains {
+				if !strings.Contains(c.Message, s) {
+					t.Errorf("message %q lacks %q", c.Message, s)
+				}
+			}
+		})
+	}
+}
+
+func TestProgressConditions(t *testing.T) {
+	status := &configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "1.0.1"},
+		History: []configv1.UpdateHistory{entry("1.0.1", configv1.PartialUpdate), entry("1.0.0", configv1.CompletedUpdate)}}
+	fail := &apply.TaskError{Subject: payload.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "b"}, Reason: apply.ReasonForbidden, Effect: apply.EffectFail, Message: "forbidden"}
+	wait := &apply.TaskError{Subject: payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterOperator", Name: "x"}, Reason: apply.ReasonCOUpdating, Effect: apply.EffectNone, Message: "updating"}
+	progressConditions(status, &apply.SyncResult{Mode: graph.ModeUpdate, Done: 3, Total: 4, Errors: []error{wait}}, t0)
+	p := findCondition(status.Conditions, configv1.OperatorProgressing)
+	if p.Status != configv1.ConditionTrue || p.Message != "Working towards 1.0.1: 3 of 4 done (75% complete), waiting on ClusterOperator.config.openshift.io/x" {
+		t.Errorf("progressing = %+v", p)
+	}
+	if f := findCondition(status.Conditions, ConditionFailing); f.Status != configv1.ConditionFalse {
+		t.Errorf("a wait is not a failure: %+v", f)
+	}
+	if a := findCondition(status.Conditions, configv1.OperatorAvailable); a.Message != "Done applying 1.0.0" {
+		t.Errorf("available = %+v", a)
+	}
+	progressConditions(status, &apply.SyncResult{Mode: graph.ModeUpdate, Done: 2, Total: 4, Errors: []error{fail, errors.New("boom")}}, t0)
+	if f := findCondition(status.Conditions, ConditionFailing); f.Status != configv1.ConditionTrue || f.Reason != ReasonMultipleErrors || !strings.Contains(f.Message, "boom") || !strings.Contains(f.Message, "forbidden") {
+		t.Errorf("failing = %+v", f)
+	}
+	status.History = completeHistory(status.History, t0)
+	progressConditions(status, &apply.SyncResult{Mode: graph.ModeUpdate, Done: 4, Total: 4}, t0)
+	if p := findCondition(status.Conditions, configv1.OperatorProgressing); p.Status != configv1.ConditionFalse || p.Message != "Cluster version is 1.0.1" {
+		t.Errorf("progressing after completion = %+v", p)
+	}
+}
+
+func TestSetConditionKeepsTransitionTime(t *testing.T) {
+	later := metav1.NewTime(t0.Add(time.Hour))
+	conds := setCondition(nil, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionTrue}, t0)
+	conds = setCondition(conds, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionTrue, Message: "m"}, later)
+	if !conds[0].LastTransitionTime.Equal(&t0) {
+		t.Errorf("an unchanged status must keep its transition time")
+	}
+	conds = setCondition(conds, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionFalse}, later)
+	if !conds[0].LastTransitionTime.Equal(&later) {
+		t.Errorf("a changed status must take the new transition time")
+	}
+}

@@ -1,0 +1,215 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	configinformers "github.com/openshift/client-go/config/informers/externalversions"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// RunOptions tune the operator loop. Zero values take the defaults given.
+type RunOptions struct {
+	// ResyncInterval is the base period between syncs; each wait is drawn
+	// from [interval, 2×interval). Default 2 minutes, as the CVO.
+	ResyncInterval time.Duration
+	// DeletePoll is how often in-progress deletes are re-checked between
+	// syncs, so Upgradeable turns True soon after they finish. Default 5s.
+	DeletePoll time.Duration
+	// LeaderElection runs the loop only while holding the Lease LeaseName.
+	LeaderElection bool
+	// LeaseName defaults to "payload-applier".
+	LeaseName string
+	// LeaseDuration, RenewDeadline and RetryPeriod default to 30s, 20s, 5s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+func (o *RunOptions) setDefaults() {
+	if o.ResyncInterval == 0 {
+		o.ResyncInterval = 2 * time.Minute
+	}
+	if o.DeletePoll == 0 {
+		o.DeletePoll = 5 * time.Second
+	}
+	if o.LeaseName == "" {
+		o.LeaseName = "payload-applier"
+	}
+	if o.LeaseDuration == 0 {
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 30*time.Second, 20*time.Second, 5*time.Second
+	}
+}
+
+// Run bootstraps the cluster and reconciles until ctx ends. With leader
+// election it returns when leadership is lost, so that the process restarts
+// clean rather than act on stale state.
+func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
+	opts.setDefaults()
+	logger := klog.FromContext(ctx)
+	if err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := o.Bootstrap(ctx); err != nil {
+			logger.Error(err, "Bootstrap failed; retrying")
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return err
+	}
+	o.StartEvents()
+	defer o.Shutdown()
+	if !opts.LeaderElection {
+		o.loop(ctx, opts)
+		return nil
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: o.cfg.Namespace, Name: opts.LeaseName},
+		Client:     o.kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: o.cfg.Identity, EventRecorder: o.recorder},
+	}
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   opts.LeaseDuration,
+		RenewDeadline:   opts.RenewDeadline,
+		RetryPeriod:     opts.RetryPeriod,
+		ReleaseOnCancel: true,
+		Name:            opts.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				logger.Info("Acquired leadership", "identity", o.cfg.Identity)
+				o.loop(ctx, opts)
+			},
+			OnStoppedLeading: func() { logger.Info("Leadership ended", "identity", o.cfg.Identity) },
+			OnNewLeader: func(id string) {
+				if id != o.cfg.Identity {
+					logger.Info("Another instance leads", "leader", id)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(ctx)
+	return ctx.Err()
+}
+
+// loop syncs on a jittered interval, on relevant changes to the
+// ClusterVersion or ClusterOperators, and retries failures sooner.
+func (o *Operator) loop(ctx context.Context, opts RunOptions) {
+	logger := klog.FromContext(ctx)
+	trigger := make(chan struct{}, 1)
+	poke := func() {
+		select {
+		case trigger <- struct{}{}:
+		default:
+		}
+	}
+	factory := configinformers.NewSharedInformerFactory(o.config, 0)
+	_, _ = factory.Config().V1().ClusterVersions().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			oldCV, ok1 := oldObj.(*configv1.ClusterVersion)
+			newCV, ok2 := newObj.(*configv1.ClusterVersion)
+			if ok1 && ok2 && oldCV.Generation != newCV.Generation {
+				poke()
+			}
+		},
+	})
+	_, _ = factory.Config().V1().ClusterOperators().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(interface{}) { poke() },
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			oldCO, ok1 := oldObj.(*configv1.ClusterOperator)
+			newCO, ok2 := newObj.(*configv1.ClusterOperator)
+			if ok1 && ok2 && operatorChanged(oldCO, newCO) {
+				poke()
+			}
+		},
+	})
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	failures := 0
+	deletesPending := false
+	for ctx.Err() == nil {
+		out, err := o.Sync(ctx, nil)
+		next := wait.Jitter(opts.ResyncInterval, 1.0)
+		switch {
+		case err != nil:
+			failures++
+			logger.Error(err, "Sync failed")
+			next = retryDelay(opts.ResyncInterval, failures)
+		case out.Result != nil && !out.Result.Complete():
+			failures++
+			next = retryDelay(opts.ResyncInterval, failures)
+		default:
+			failures = 0
+		}
+		deletesPending = out != nil && out.Result != nil && len(out.Result.Deletes.InProgress) > 0
+		o.waitForNextSync(ctx, trigger, next, deletesPending, opts.DeletePoll)
+	}
+}
+
+// waitForNextSync waits for the timer or a trigger. While deletes are in
+// progress it re-checks them every poll and syncs as soon as one finishes.
+func (o *Operator) waitForNextSync(ctx context.Context, trigger <-chan struct{}, next time.Duration, deletesPending bool, poll time.Duration) {
+	timer := time.NewTimer(next)
+	defer timer.Stop()
+	var tick <-chan time.Time
+	if deletesPending {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-trigger:
+			return
+		case <-timer.C:
+			return
+		case <-tick:
+			before, err := o.engine.Deletes(ctx, o.cfg.Sync.StuckAfter)
+			if err != nil {
+				continue
+			}
+			if err := o.engine.RefreshDeletes(ctx); err != nil {
+				continue
+			}
+			after, err := o.engine.Deletes(ctx, o.cfg.Sync.StuckAfter)
+			if err == nil && len(after.InProgress) < len(before.InProgress) {
+				return
+			}
+		}
+	}
+}
+
+// operatorChanged reports the ClusterOperator changes the CVO reacts to:
+// its operator version, Available or Degraded.
+func operatorChanged(a, b *configv1.ClusterOperator) bool {
+	version := func(co *configv1.ClusterOperator) string {
+		for _, v := range co.Status.Versions {
+			if v.Name == "operator" {
+				return v.Version
+			}
+		}
+		return ""
+	}
+	cond := func(co *configv1.ClusterOperator, t configv1.ClusterStatusConditionType) configv1.ConditionStatus {
+		for _, c := range co.Status.Conditions {
+			if c.Type == t {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	return version(a) != version(b) ||
+		cond(a, configv1.OperatorAvailable) != cond(b, configv1.OperatorAvailable) ||
+		cond(a, configv1.OperatorDegraded) != cond(b, configv1.OperatorDegraded) ||
+		cond(a, configv1.OperatorUpgradeable) != cond(b, configv1.OperatorUpgradeable)
+}

@@ -1,0 +1,237 @@
+package operator
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"hash/fnv"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
+)
+
+// Outcome is what one Sync decided and did.
+type Outcome struct {
+	// Target is the version the spec asks for.
+	Target string
+	// Applied is the version this pass applied; it differs from Target when
+	// Target was refused or could not be loaded.
+	Applied string
+	Mode    graph.Mode
+	// Result is the engine's pass, nil when nothing was applied.
+	Result *apply.SyncResult
+	// LoadErr is set when Target's payload failed to load or validate.
+	LoadErr error
+	// Refused is set when a blocking precondition refused Target.
+	Refused error
+	// AcceptedRisks holds warnings and forced failures of an accepted update.
+	AcceptedRisks string
+	// Upgradeable is the condition as written.
+	Upgradeable configv1.ClusterOperatorStatusCondition
+}
+
+// Sync runs one reconcile of the ClusterVersion: pick the target, check it,
+// apply it, and write status only when it changed. events, when set,
+// receives the engine's progress.
+func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcome, error) {
+	o.syncMu.Lock()
+	defer o.syncMu.Unlock()
+	logger := klog.FromContext(ctx)
+	start := o.clock.Now()
+
+	cv, err := o.config.ConfigV1().ClusterVersions().Get(ctx, o.cfg.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("get ClusterVersion %s: %w", o.cfg.Name, err)
+	}
+	original := cv.DeepCopy()
+	status := &cv.Status
+	now := metav1.NewTime(start)
+	out := &Outcome{Target: targetVersion(cv)}
+
+	if out.Target == "" {
+		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: ReasonNoDesiredUpdate,
+			Message: "No release is requested: set spec.desiredUpdate.version"}, now)
+		return out, o.writeStatus(ctx, original, cv)
+	}
+
+	// Upgradeable must be current before a new target is judged by it.
+	if err := o.engine.RefreshDeletes(ctx); err != nil {
+		logger.Error(err, "Refreshing deletes failed")
+	}
+	deletes, err := o.engine.Deletes(ctx, o.cfg.Sync.StuckAfter)
+	if err != nil {
+		return nil, err
+	}
+	o.setUpgradeable(ctx, cv, deletes, out, now)
+
+	rel := o.acceptTarget(ctx, cv, out, now)
+	if rel == nil && status.Desired.Version != "" {
+		if rel, err = o.loadRelease(status.Desired.Version, cv); err != nil {
+			out.LoadErr = errors.Join(out.LoadErr, err)
+		}
+	}
+	if rel == nil {
+		return out, o.writeStatus(ctx, original, cv)
+	}
+	out.Applied = rel.Version
+	out.Mode = modeFor(status.History, status.Desired)
+	opts := o.cfg.Sync
+	opts.Mode, opts.Events = out.Mode, events
+	if out.Mode == graph.ModeReconcile {
+		o.attempt++
+	} else {
+		o.attempt = 0
+	}
+	opts.Attempt = o.attempt
+	res, err := o.engine.Sync(ctx, rel, opts)
+	if err != nil {
+		return nil, err
+	}
+	out.Result = res
+	if res.Complete() {
+		status.History = completeHistory(status.History, now)
+	}
+	o.reportDeletes(res)
+	o.setUpgradeable(ctx, cv, res.Deletes, out, now)
+	progressConditions(status, res, now)
+	status.ObservedGeneration = cv.Generation
+	status.VersionHash = versionHash(rel)
+	if o.metrics != nil {
+		o.metrics.observeSync(o.clock.Since(start), cv, res)
+	}
+	return out, o.writeStatus(ctx, original, cv)
+}
+
+// targetVersion is the version the spec asks for, or the one already desired.
+func targetVersion(cv *configv1.ClusterVersion) string {
+	if du := cv.Spec.DesiredUpdate; du != nil && du.Version != "" {
+		return du.Version
+	}
+	return cv.Status.Desired.Version
+}
+
+// acceptTarget loads a new target and runs the preconditions. It returns
+// the release to apply, or nil when the target was refused or unloadable and
+// the current release should be reconciled instead.
+func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, now metav1.Time) *payload.Release {
+	status := &cv.Status
+	rel, err := o.loadRelease(out.Target, cv)
+	if err != nil {
+		out.LoadErr = err
+		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: ReasonLoadPayload,
+			Message: fmt.Sprintf("Release %s is rejected: %v", out.Target, err)}, now)
+		o.eventOnce(cv, corev1.EventTypeWarning, "PayloadRejected", fmt.Sprintf("Release %s is rejected: %v", out.Target, err))
+		return nil
+	}
+	if status.Desired.Version == out.Target && len(status.History) > 0 {
+		return rel
+	}
+	if currentVersion(status.History) != "" {
+		force := cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
+		errs := precondition.DefaultList().RunAll(ctx, precondition.ReleaseContext{DesiredVersion: out.Target, ClusterVersion: cv})
+		blocking, summary := precondition.Summarize(errs, force)
+		if blocking {
+			out.Refused = summary
+			status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+				Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: ReasonPreconditionChecks,
+				Message: fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, summary)}, now)
+			o.eventOnce(cv, corev1.EventTypeWarning, "PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, summary))
+			return nil
+		}
+		if summary != nil {
+			out.AcceptedRisks = summary.Error()
+			o.recorder.Event(o.cvRef, corev1.EventTypeWarning, "PreconditionWarn", fmt.Sprintf("Update to %s accepted with risks: %v", out.Target, summary))
+		}
+	}
+	status.Desired = configv1.Release{Version: rel.Version, Image: imageFor(rel), URL: configv1.URL(rel.URL), Channels: rel.Channels}
+	status.History = startHistory(status.History, status.Desired, now, out.AcceptedRisks)
+	status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+		Type: ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: ReasonPayloadLoaded,
+		Message: fmt.Sprintf("Payload loaded version=%q", rel.Version)}, now)
+	o.recorder.Event(o.cvRef, corev1.EventTypeNormal, "UpdateAccepted", fmt.Sprintf("Accepted release %s", rel.Version))
+	return rel
+}
+
+// eventOnce records an Event only when the ReleaseAccepted condition is
+// about to change, so a refused target does not add an Event every pass.
+func (o *Operator) eventOnce(cv *configv1.ClusterVersion, eventType, reason, msg string) {
+	if c := findCondition(cv.Status.Conditions, ConditionReleaseAccepted); c != nil && c.Message == msg {
+		return
+	}
+	o.recorder.Event(o.cvRef, eventType, reason, msg)
+}
+
+// setUpgradeable recomputes Upgradeable from deletes, ClusterOperators and overrides.
+func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersion, deletes apply.DeleteStatus, out *Outcome, now metav1.Time) {
+	cos, err := o.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{})
+	var items []configv1.ClusterOperator
+	if err == nil {
+		items = cos.Items
+	}
+	c := upgradeableCondition(upgradeableBlockers(deletes, items, cv.Spec.Overrides))
+	cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)
+	out.Upgradeable = c
+	if o.metrics != nil {
+		o.metrics.observeDeletes(deletes, items)
+	}
+}
+
+// reportDeletes counts the pass's delete outcomes.
+func (o *Operator) reportDeletes(res *apply.SyncResult) {
+	if o.metrics == nil {
+		return
+	}
+	for _, obj := range res.Objects {
+		if obj.Delete {
+			o.metrics.countDelete(obj.Action)
+		}
+	}
+}
+
+// writeStatus updates status only when it changed: a no-op resync writes nothing.
+func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.ClusterVersion) error {
+	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
+		return nil
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		_, err := o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{})
+		if err == nil {
+			return nil
+		}
+		latest, getErr := o.config.ConfigV1().ClusterVersions().Get(ctx, cv.Name, metav1.GetOptions{})
+		if getErr != nil {
+			return err
+		}
+		latest.Status = cv.Status
+		cv = latest
+		return err
+	})
+}
+
+func imageFor(rel *payload.Release) string {
+	if rel.Dir == "" {
+		return ""
+	}
+	return "file://" + rel.Dir
+}
+
+// versionHash fingerprints the manifests a release applies.
+func versionHash(rel *payload.Release) string {
+	h := fnv.New64a()
+	for _, m := range rel.Manifests {
+		_, _ = h.Write(m.Raw)
+	}
+	return base64.URLEncoding.EncodeToString(h.Sum(nil))
+}

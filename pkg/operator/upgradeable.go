@@ -1,0 +1,128 @@
+package operator
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+)
+
+// Reasons of the Upgradeable condition.
+const (
+	ReasonDeletionInProgress   = "ResourceDeletionInProgress"
+	ReasonDeletionFailed       = "ResourceDeletionFailed"
+	ReasonOperatorsNotUpgrade  = "ClusterOperatorsNotUpgradeable"
+	ReasonOverridesSet         = "ClusterVersionOverridesSet"
+	ReasonMultipleReasons      = "MultipleReasons"
+	ReasonAsExpected           = "AsExpected"
+	maxNamedObjectsInCondition = 10
+)
+
+// upgradeableBlocker is one reason not to start a minor or major update.
+type upgradeableBlocker struct {
+	Reason  string
+	Message string
+}
+
+// upgradeableBlockers gathers every source of Upgradeable=False.
+func upgradeableBlockers(deletes apply.DeleteStatus, operators []configv1.ClusterOperator, overrides []configv1.ComponentOverride) []upgradeableBlocker {
+	var out []upgradeableBlocker
+	failed := append(append([]apply.DeleteRecord(nil), deletes.Failed...), without(deletes.Stuck, deletes.Failed)...)
+	if len(failed) > 0 {
+		out = append(out, upgradeableBlocker{
+			Reason: ReasonDeletionFailed,
+			Message: "Cluster minor or major version upgrades are not allowed while resource deletions fail or are stuck: " +
+				describeRecords(failed, true),
+		})
+	}
+	if pending := without(deletes.InProgress, failed); len(pending) > 0 {
+		out = append(out, upgradeableBlocker{
+			Reason: ReasonDeletionInProgress,
+			Message: "Cluster minor or major version upgrades are not allowed while resource deletions are in progress: " +
+				describeRecords(pending, false),
+		})
+	}
+	var notUpgradeable []string
+	for _, co := range operators {
+		for _, c := range co.Status.Conditions {
+			if c.Type == configv1.OperatorUpgradeable && c.Status == configv1.ConditionFalse {
+				notUpgradeable = append(notUpgradeable, fmt.Sprintf("%s (%s: %s)", co.Name, c.Reason, c.Message))
+			}
+		}
+	}
+	if len(notUpgradeable) > 0 {
+		sort.Strings(notUpgradeable)
+		out = append(out, upgradeableBlocker{
+			Reason:  ReasonOperatorsNotUpgrade,
+			Message: "Cluster operators are not upgradeable: " + strings.Join(notUpgradeable, "; "),
+		})
+	}
+	for _, o := range overrides {
+		if o.Unmanaged {
+			out = append(out, upgradeableBlocker{
+				Reason:  ReasonOverridesSet,
+				Message: "Disabling ownership via cluster version overrides prevents upgrades. Please remove overrides before continuing.",
+			})
+			break
+		}
+	}
+	return out
+}
+
+// upgradeableCondition folds the blockers into one condition.
+func upgradeableCondition(blockers []upgradeableBlocker) configv1.ClusterOperatorStatusCondition {
+	c := configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorUpgradeable}
+	switch len(blockers) {
+	case 0:
+		c.Status, c.Reason, c.Message = configv1.ConditionTrue, ReasonAsExpected, "Minor and major version updates are allowed."
+	case 1:
+		c.Status, c.Reason, c.Message = configv1.ConditionFalse, blockers[0].Reason, blockers[0].Message
+	default:
+		lines := make([]string, len(blockers))
+		for i, b := range blockers {
+			lines[i] = "* " + b.Message
+		}
+		c.Status, c.Reason = configv1.ConditionFalse, ReasonMultipleReasons
+		c.Message = "Cluster should not be upgraded between minor or major versions for multiple reasons:\n" + strings.Join(lines, "\n")
+	}
+	return c
+}
+
+// without returns recs minus the objects in drop.
+func without(recs, drop []apply.DeleteRecord) []apply.DeleteRecord {
+	skip := map[string]bool{}
+	for _, f := range drop {
+		skip[f.ID.String()] = true
+	}
+	var out []apply.DeleteRecord
+	for _, r := range recs {
+		if !skip[r.ID.String()] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// describeRecords names up to ten objects and counts the rest.
+func describeRecords(recs []apply.DeleteRecord, withDetail bool) string {
+	sort.Slice(recs, func(i, j int) bool { return recs[i].ID.String() < recs[j].ID.String() })
+	var parts []string
+	for i, r := range recs {
+		if i == maxNamedObjectsInCondition {
+			parts = append(parts, fmt.Sprintf("and %d more", len(recs)-i))
+			break
+		}
+		s := r.ID.String()
+		switch {
+		case withDetail && r.LastError != "":
+			s += " (" + r.LastError + ")"
+		case len(r.Finalizers) > 0:
+			s += " (finalizers: " + strings.Join(r.Finalizers, ", ") + ")"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, ", ")
+}
