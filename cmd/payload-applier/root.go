@@ -42,6 +42,9 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(
 		newLintCommand(),
+		newApplyCommand(),
+		newStartCommand(),
+		newStatusCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"github.com/spf13/cobra"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+type applyOptions struct {
+	cluster     clusterFlags
+	payloadDir  string
+	force       bool
+	timeout     time.Duration
+	parallelism int
+	output      string
+}
+
+func newApplyCommand() *cobra.Command {
+	o := &applyOptions{}
+	cmd := &cobra.Command{
+		Use:   "apply --payload DIR",
+		Short: "Apply one release payload once, through the operator's engine, then exit",
+		Long: `Apply runs one sync of one release against the cluster and exits. It uses the
+same engine and the same state as 'payload-applier start': the ClusterVersion
+named "version", created with its CRD when missing.
+
+The first apply to a cluster is an install. Applying another version is an
+update, checked by the update preconditions. Applying the same version again
+is a reconcile. Deletes are issued in update mode and not waited for: the ones
+still in progress are listed.
+
+Exit codes: 0 every task applied (deletes may still be pending); 1 task
+failures; 2 invalid input or payload; 3 refused by a precondition.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	o.cluster.add(cmd)
+	cmd.Flags().StringVar(&o.payloadDir, "payload", "", "release payload directory (required)")
+	cmd.Flags().BoolVar(&o.force, "force", false, "apply even when preconditions fail; the failures are recorded as accepted risks")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long; 0 means no limit")
+	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	_ = cmd.MarkFlagRequired("payload")
+	return cmd
+}
+
+func (o *applyOptions) run(cmd *cobra.Command) error {
+	if err := checkOutput(o.output, "text", "json"); err != nil {
+		return err
+	}
+	if o.parallelism < 0 {
+		return withExitCode(exitUsage, errors.New("--parallelism must not be negative"))
+	}
+	rel, err := payload.Load(o.payloadDir, payload.DefaultLoadOptions())
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("payload %s rejected, nothing was applied:\n%w", o.payloadDir, err))
+	}
+	cfg, err := o.cluster.restConfig()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	op, err := operator.New(operator.Config{
+		RESTConfig: cfg,
+		Releases:   operator.SingleRelease{Version: rel.Version, Path: o.payloadDir},
+		Namespace:  o.cluster.namespace,
+		Sync:       apply.SyncOptions{Parallelism: o.parallelism},
+	})
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	if err := op.Bootstrap(ctx); err != nil {
+		return withExitCode(exitFailed, err)
+	}
+	op.StartEvents()
+	defer op.Shutdown()
+	if err := op.RequestRelease(ctx, rel.Version, o.force); err != nil {
+		return withExitCode(exitFailed, err)
+	}
+
+	events := make(chan apply.Event, 64)
+	printed := make(chan struct{})
+	printer := newProgressPrinter(cmd.ErrOrStderr(), o.output == "text")
+	go func() {
+		defer close(printed)
+		for ev := range events {
+			printer.event(ev)
+		}
+	}()
+	out, err := op.Sync(ctx, events)
+	close(events)
+	<-printed
+	printer.finish()
+	if err != nil {
+		return withExitCode(exitFailed, err)
+	}
+	if o.output == "json" {
+		if err := writeApplyJSON(cmd.OutOrStdout(), out); err != nil {
+			return err
+		}
+	} else {
+		writeApplyText(cmd.OutOrStdout(), out)
+	}
+	return applyExit(out)
+}
+
+// applyExit maps an outcome to the documented exit codes.
+func applyExit(out *operator.Outcome) error {
+	switch {
+	case out.LoadErr != nil:
+		return withExitCode(exitUsage, fmt.Errorf("release %s rejected: %w", out.Target, out.LoadErr))
+	case out.Refused != nil:
+		return withExitCode(exitRefused, fmt.Errorf("update to %s refused: %w", out.Target, out.Refused))
+	case out.Result == nil:
+		return withExitCode(exitFailed, fmt.Errorf("nothing was applied"))
+	case !out.Result.Complete():
+		return withExitCode(exitFailed, fmt.Errorf("%d of %d tasks did not apply", out.Result.Total-out.Result.Done, out.Result.Total))
+	}
+	return nil
+}
+
+func writeApplyText(w io.Writer, out *operator.Outcome) {
+	res := out.Result
+	if res == nil {
+		return
+	}
+	fmt.Fprintf(w, "release %s (%s): %d of %d applied\n", res.Release, res.Mode, res.Done, res.Total)
+	for _, e := range res.Errors {
+		fmt.Fprintf(w, "  error: %v\n", e)
+	}
+	if n := len(res.Deletes.InProgress); n > 0 {
+		fmt.Fprintf(w, "%d delete(s) still in progress (not waited for):\n", n)
+		for _, d := range res.Deletes.InProgress {
+			fmt.Fprintf(w, "  %s %s%s\n", d.ID, d.State, finalizerNote(d))
+		}
+	}
+	fmt.Fprintf(w, "Upgradeable=%s %s\n", out.Upgradeable.Status, out.Upgradeable.Reason)
+}
+
+func finalizerNote(d apply.DeleteRecord) string {
+	if len(d.Finalizers) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (finalizers: %v)", d.Finalizers)
+}
+
+// applyJSON is the machine-readable result of `apply -o json`.
+type applyJSON struct {
+	Target      string                                  `json:"target"`
+	Applied     string                                  `json:"applied,omitempty"`
+	Mode        string                                  `json:"mode,omitempty"`
+	Done        int                                     `json:"done"`
+	Total       int                                     `json:"total"`
+	Refused     string                                  `json:"refused,omitempty"`
+	LoadError   string                                  `json:"loadError,omitempty"`
+	Errors      []string                                `json:"errors"`
+	Objects     []objectJSON                            `json:"objects"`
+	Deletes     []apply.DeleteRecord                    `json:"deletesInProgress"`
+	Upgradeable configv1.ClusterOperatorStatusCondition `json:"upgradeable"`
+}
+
+type objectJSON struct {
+	Object  string `json:"object"`
+	File    string `json:"file"`
+	Action  string `json:"action"`
+	Message string `json:"message,omitempty"`
+}
+
+func writeApplyJSON(w io.Writer, out *operator.Outcome) error {
+	doc := applyJSON{Target: out.Target, Applied: out.Applied, Mode: string(out.Mode), Upgradeable: out.Upgradeable,
+		Errors: []string{}, Objects: []objectJSON{}, Deletes: []apply.DeleteRecord{}}
+	if out.Refused != nil {
+		doc.Refused = out.Refused.Error()
+	}
+	if out.LoadErr != nil {
+		doc.LoadError = out.LoadErr.Error()
+	}
+	if res := out.Result; res != nil {
+		doc.Done, doc.Total = res.Done, res.Total
+		for _, e := range res.Errors {
+			doc.Errors = append(doc.Errors, e.Error())
+		}
+		for _, r := range res.Objects {
+			doc.Objects = append(doc.Objects, objectJSON{Object: r.ID.String(), File: r.File, Action: string(r.Action), Message: r.Message})
+		}
+		doc.Deletes = append(doc.Deletes, res.Deletes.InProgress...)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/payload-applier/payload-applier/pkg/operator"
+)
+
+type startOptions struct {
+	cluster     clusterFlags
+	payloads    string
+	listen      string
+	leaderElect bool
+	resync      time.Duration
+	identity    string
+}
+
+func newStartCommand() *cobra.Command {
+	o := &startOptions{}
+	cmd := &cobra.Command{
+		Use:   "start --payloads DIR",
+		Short: "Run as the cluster-version operator",
+		Long: `Start runs the operator: it reconciles the ClusterVersion named "version"
+towards spec.desiredUpdate.version, found in the release store given by
+--payloads (one payload sub-directory per version). It resyncs every 2 to 4
+minutes, wakes up on ClusterVersion and ClusterOperator changes, and serves
+Prometheus metrics on --listen.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	o.cluster.add(cmd)
+	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store: a directory with one payload directory per version (required)")
+	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:9099", "address for /metrics; empty disables it")
+	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease so that only one instance acts")
+	cmd.Flags().DurationVar(&o.resync, "resync-interval", 2*time.Minute, "base resync period; each wait is drawn from [interval, 2×interval)")
+	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name")
+	_ = cmd.MarkFlagRequired("payloads")
+	return cmd
+}
+
+func (o *startOptions) run(cmd *cobra.Command) error {
+	if st, err := os.Stat(o.payloads); err != nil || !st.IsDir() {
+		return withExitCode(exitUsage, fmt.Errorf("--payloads %s is not a readable directory", o.payloads))
+	}
+	cfg, err := o.cluster.restConfig()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics, err := operator.NewMetrics(reg)
+	if err != nil {
+		return err
+	}
+	op, err := operator.New(operator.Config{
+		RESTConfig: cfg,
+		Releases:   &operator.DirStore{Root: o.payloads},
+		Namespace:  o.cluster.namespace,
+		Metrics:    metrics,
+		Identity:   o.identity,
+	})
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if o.listen != "" {
+		srv, err := serveMetrics(ctx, o.listen, reg)
+		if err != nil {
+			return withExitCode(exitUsage, err)
+		}
+		defer srv.Close()
+	}
+	err = op.Run(ctx, operator.RunOptions{ResyncInterval: o.resync, LeaderElection: o.leaderElect})
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// serveMetrics listens before returning, so a busy port is an immediate error.
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.FromContext(ctx).Error(err, "Metrics server stopped")
+		}
+	}()
+	klog.FromContext(ctx).Info("Serving metrics", "address", ln.Addr().String())
+	return srv, nil
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+)
+
+type statusOptions struct {
+	cluster clusterFlags
+	output  string
+	name    string
+}
+
+func newStatusCommand() *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster version, conditions, history and deletes in progress",
+		Long: `Status shows what 'oc adm upgrade' shows: the current and desired versions,
+the ClusterVersion conditions, progress and history, plus the deletes the
+ledger tracks, with their finalizers and age.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	o.cluster.add(cmd)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.name, "name", "version", "name of the ClusterVersion")
+	return cmd
+}
+
+// statusJSON is the machine-readable `status -o json`.
+type statusJSON struct {
+	Current string                        `json:"current"`
+	Desired configv1.Release              `json:"desired"`
+	Status  configv1.ClusterVersionStatus `json:"status"`
+	Deletes []apply.DeleteRecord          `json:"deletes"`
+}
+
+func (o *statusOptions) run(cmd *cobra.Command) error {
+	if err := checkOutput(o.output, "text", "json"); err != nil {
+		return err
+	}
+	cfg, err := o.cluster.restConfig()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	cc, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, o.name, metav1.GetOptions{})
+	if err != nil {
+		return withExitCode(exitFailed, fmt.Errorf("get ClusterVersion %s: %w", o.name, err))
+	}
+	ledger := &apply.ConfigMapLedger{Client: kube, Namespace: o.cluster.namespace, Name: apply.DefaultSelf().Ledger}
+	records, err := ledger.Load(ctx)
+	if err != nil {
+		return withExitCode(exitFailed, err)
+	}
+	doc := statusJSON{Current: current(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []apply.DeleteRecord{}}
+	for _, r := range records {
+		if !r.Done() || r.ReappearedAt != nil {
+			doc.Deletes = append(doc.Deletes, r)
+		}
+	}
+	if o.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	}
+	writeStatusText(cmd.OutOrStdout(), doc, time.Now())
+	return nil
+}
+
+func current(history []configv1.UpdateHistory) string {
+	for _, h := range history {
+		if h.State == configv1.CompletedUpdate {
+			return h.Version
+		}
+	}
+	return ""
+}
+
+func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
+	cur := doc.Current
+	if cur == "" {
+		cur = "<none: not installed yet>"
+	}
+	fmt.Fprintf(w, "Cluster version: %s\n", cur)
+	if doc.Desired.Version != "" && doc.Desired.Version != doc.Current {
+		fmt.Fprintf(w, "Desired version: %s\n", doc.Desired.Version)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CONDITION\tSTATUS\tREASON\tMESSAGE")
+	conds := append([]configv1.ClusterOperatorStatusCondition(nil), doc.Status.Conditions...)
+	sort.Slice(conds, func(i, j int) bool { return conds[i].Type < conds[j].Type })
+	for _, c := range conds {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, oneLine(c.Message))
+	}
+	_ = tw.Flush()
+	if len(doc.Deletes) > 0 {
+		fmt.Fprintln(w, "\nDeletes:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "OBJECT\tSTATE\tAGE\tFINALIZERS\tMANIFEST")
+		for _, d := range doc.Deletes {
+			age := "-"
+			if d.RequestedAt != nil {
+				age = now.Sub(d.RequestedAt.Time).Round(time.Second).String()
+			}
+			state := string(d.State)
+			if d.ReappearedAt != nil {
+				state += ", reappeared"
+			}
+			if d.LastError != "" {
+				state += ", failed: " + d.LastError
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.ID, state, age, strings.Join(d.Finalizers, ","), d.File)
+		}
+		_ = tw.Flush()
+	}
+	if len(doc.Status.History) > 0 {
+		fmt.Fprintln(w, "\nHistory:")
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "VERSION\tSTATE\tSTARTED\tCOMPLETED\tACCEPTED RISKS")
+		for _, h := range doc.Status.History {
+			done := "-"
+			if h.CompletionTime != nil {
+				done = h.CompletionTime.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Version, h.State, h.StartedTime.UTC().Format(time.RFC3339), done, oneLine(h.AcceptedRisks))
+		}
+		_ = tw.Flush()
+	}
+}
+
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
