@@ -3,6 +3,8 @@
 // position, and the caller supplies the function that executes it.
 package graph
 
+import "fmt"
+
 // Mode selects how the apply graph is shaped, as in the CVO.
 type Mode string
 
@@ -48,4 +50,43 @@ type Node struct {
 // Graph is a DAG of nodes. Node IDs are indexes into Nodes.
 type Graph struct {
 	Nodes []*Node
+}
+
+// String names the task in messages: its Name, else its file, else its
+// index, so that every error and summary can point at a manifest.
+func (t *Task) String() string {
+	switch {
+	case t == nil:
+		return "<nil task>"
+	case t.Name != "":
+		return t.Name
+	case t.File != "":
+		return t.File
+	default:
+		return fmt.Sprintf("task %d", t.Index)
+	}
+}
+
+// parsed reports whether the task's file name carried a run level and a
+// component; unparsed tasks are never grouped with their neighbours.
+func (t *Task) parsed() bool {
+	return t.RunLevel >= 0 && t.Component != ""
+}
+
+// sameGroup reports whether a and b share a parsed run level and component,
+// the unit whose files must keep their order.
+func sameGroup(a, b *Task) bool {
+	return a.parsed() && b.parsed() && a.RunLevel == b.RunLevel && a.Component == b.Component
+}
+
+// TaskCount is the number of tasks across all nodes.
+func (g *Graph) TaskCount() int {
+	if g == nil {
+		return 0
+	}
+	n := 0
+	for _, node := range g.Nodes {
+		n += len(node.Tasks)
+	}
+	return n
 }
