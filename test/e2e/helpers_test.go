@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/test/cluster"
+)
+
+// include marks a manifest for the default profile; without it the CVO's
+// inclusion filter drops the manifest.
+const include = `include.release.openshift.io/self-managed-high-availability: "true"`
+
+// writePayload writes a flat payload directory for version holding files.
+func writePayload(t testing.TB, version string, files map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), version)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	meta := fmt.Sprintf(`{"kind":"cincinnati-metadata-v0","version":%q,"previous":[],"metadata":{}}`, version)
+	refs := fmt.Sprintf(`{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":%q},"spec":{"tags":[]}}`, version)
+	files["release-metadata"] = meta
+	files["image-references"] = refs
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.TrimLeft(body, "\n")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// load reads and validates a payload, failing the test when it is invalid.
+func load(t testing.TB, dir string) *payload.Release {
+	t.Helper()
+	rel, err := payload.Load(dir, payload.DefaultLoadOptions())
+	if err != nil {
+		t.Fatalf("load %s: %v", dir, err)
+	}
+	return rel
+}
+
+// clients bundles what tests use to look at the cluster.
+type clients struct {
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+}
+
+func newClients(t testing.TB) *clients {
+	t.Helper()
+	cfg := testCluster.RESTConfig()
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &clients{kube: kube, dynamic: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
+}
+
+// newEngine builds an engine whose ledger lives in ledgerNS.
+func newEngine(t testing.TB, c *clients, ledgerNS string) *apply.Engine {
+	t.Helper()
+	cfg := testCluster.RESTConfig()
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := apply.New(apply.Config{
+		Dynamic: c.dynamic,
+		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		Ledger:  &apply.ConfigMapLedger{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// fastOptions keeps retries and delete settling short for tests.
+func fastOptions(mode graph.Mode) apply.SyncOptions {
+	return apply.SyncOptions{
+		Mode:         mode,
+		Backoff:      &wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 4},
+		DeleteSettle: 2 * time.Second,
+	}
+}
+
+func sync(t testing.TB, e *apply.Engine, rel *payload.Release, mode graph.Mode) *apply.SyncResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := e.Sync(ctx, rel, fastOptions(mode))
+	if err != nil {
+		t.Fatalf("sync %s (%s): %v", rel.Version, mode, err)
+	}
+	return res
+}
+
+func requireComplete(t testing.TB, res *apply.SyncResult) {
+	t.Helper()
+	if !res.Complete() {
+		t.Fatalf("sync of %s (%s) incomplete: %d of %d, errors: %v", res.Release, res.Mode, res.Done, res.Total, res.Errors)
+	}
+}
+
+// actions maps object names to what the sync did with them.
+func actions(res *apply.SyncResult) map[string]apply.Action {
+	out := map[string]apply.Action{}
+	for _, o := range res.Objects {
+		out[o.ID.String()] = o.Action
+	}
+	return out
+}
+
+// get reads an object; nil when NotFound.
+func (c *clients) get(t testing.TB, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+	t.Helper()
+	mapping, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		c.mapper.Reset()
+		if mapping, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			t.Fatalf("map %s: %v", gvk, err)
+		}
+	}
+	var ri dynamic.ResourceInterface = c.dynamic.Resource(mapping.Resource)
+	if ns != "" {
+		ri = c.dynamic.Resource(mapping.Resource).Namespace(ns)
+	}
+	obj, err := ri.Get(context.Background(), name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("get %s %s/%s: %v", gvk.Kind, ns, name, err)
+	}
+	return obj
+}
+
+var (
+	configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+)
+
+// waitGone waits until get returns nil.
+func (c *clients) waitGone(t testing.TB, gvk schema.GroupVersionKind, ns, name string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return c.get(t, gvk, ns, name) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s %s/%s still exists", gvk.Kind, ns, name)
+	}
+}
+
+// removeFinalizers clears an object's finalizers with a merge patch.
+func (c *clients) removeFinalizers(t testing.TB, gvr schema.GroupVersionResource, ns, name string) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]interface{}{"metadata": map[string]interface{}{"finalizers": nil}})
+	var ri dynamic.ResourceInterface = c.dynamic.Resource(gvr)
+	if ns != "" {
+		ri = c.dynamic.Resource(gvr).Namespace(ns)
+	}
+	if _, err := ri.Patch(context.Background(), name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("remove finalizers of %s/%s: %v", ns, name, err)
+	}
+}
+
+// adminWrites counts the admin user's write requests since mark.
+func adminWrites(t testing.TB, mark cluster.AuditMark) []cluster.AuditEvent {
+	t.Helper()
+	events, err := testCluster.AuditEventsSince(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cluster.FilterAudit(events, cluster.AuditFilter{User: cluster.AdminUser, WritesOnly: true})
+}
+
+func auditMark(t testing.TB) cluster.AuditMark {
+	t.Helper()
+	m, err := testCluster.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// uniqueName gives cluster-scoped objects per-test names.
+func uniqueName(t testing.TB, base string) string {
+	return fmt.Sprintf("%s-%d", base, time.Now().UnixNano()%1_000_000_000)
+}

@@ -1,0 +1,16 @@
+package e2e
+
+import (
+	"os"
+	"testing"
+
+	"github.com/payload-applier/payload-applier/test/cluster"
+)
+
+// testCluster is the real control plane every test in this package uses.
+// Tests isolate themselves with their own namespaces and object names.
+var testCluster *cluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(cluster.RunTests(m, cluster.Options{}, &testCluster))
+}
