@@ -167,7 +167,7 @@ func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*pa
 		if err != nil {
 			return nil, err
 		}
-		rel, err := payload.Load(dir, payload.LoadOptions{})
+		rel, err := payload.Load(dir, *o.cfg.LoadOptions)
 		if err != nil {
 			return nil, err
 		}
