@@ -152,7 +152,7 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 	}
 	if obj != nil {
 		rec.DeletionTimestamp = obj.GetDeletionTimestamp()
-		rec.Finalizers = obj.GetFinalizers()
+		rec.Finalizers = finalizersOf(obj)
 	}
 	if err := p.e.ledger.put(ctx, rec); err != nil {
 		return p.failDelete(ctx, t, m, rec, err)

@@ -97,7 +97,7 @@ func nextDelete(in deleteInput) (DeleteRecord, deleteOutcome) {
 		rec.State = DeleteInProgress
 		rec.UID = live.GetUID()
 		rec.DeletionTimestamp = ts
-		rec.Finalizers = live.GetFinalizers()
+		rec.Finalizers = finalizersOf(live)
 		if rec.RequestedAt == nil {
 			rec.RequestedAt = &now
 		}
@@ -115,4 +115,14 @@ func nextDelete(in deleteInput) (DeleteRecord, deleteOutcome) {
 	rec.RequestedAt = &now
 	rec.LastError = ""
 	return rec, outcomeIssue
+}
+
+// finalizersOf lists what holds a terminating object: its finalizers and,
+// for a Namespace, the spec.finalizers its controller works through.
+func finalizersOf(obj *unstructured.Unstructured) []string {
+	out := append([]string(nil), obj.GetFinalizers()...)
+	if spec, _, _ := unstructured.NestedStringSlice(obj.Object, "spec", "finalizers"); len(spec) > 0 {
+		out = append(out, spec...)
+	}
+	return out
 }

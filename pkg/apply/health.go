@@ -105,7 +105,7 @@ func deploymentHealth(live *unstructured.Unstructured) Health {
 
 func jobHealth(live *unstructured.Unstructured) Health {
 	name := live.GetNamespace() + "/" + live.GetName()
-	succeeded, _, _ := unstructured.NestedInt64(live.Object, "status", "succeeded")
+	succeeded := nestedCount(live, "status", "succeeded")
 	if succeeded > 0 {
 		return Health{}
 	}
@@ -113,11 +113,11 @@ func jobHealth(live *unstructured.Unstructured) Health {
 		return Health{Reason: ReasonJobFailed, Effect: EffectFail,
 			Message: fmt.Sprintf("job %s failed (%s): %s", name, r, msg)}
 	}
-	active, _, _ := unstructured.NestedInt64(live.Object, "status", "active")
-	failed, _, _ := unstructured.NestedInt64(live.Object, "status", "failed")
+	active := nestedCount(live, "status", "active")
+	failed := nestedCount(live, "status", "failed")
 	if active == 0 && failed > 0 {
 		return Health{Reason: ReasonJobFailed, Effect: EffectFail,
-			Message: fmt.Sprintf("job %s has %d failed pods and none active", name, failed)}
+			Message: fmt.Sprintf("job %s has %.0f failed pods and none active", name, failed)}
 	}
 	return Health{Reason: ReasonJobNotComplete, Effect: EffectNone,
 		Message: fmt.Sprintf("job %s has not completed", name)}
@@ -178,4 +178,11 @@ func orNone(s string) string {
 		return "<none>"
 	}
 	return s
+}
+
+// nestedCount reads a number whatever its decoded type.
+func nestedCount(obj *unstructured.Unstructured, fields ...string) float64 {
+	v, _, _ := unstructured.NestedFieldNoCopy(obj.Object, fields...)
+	n, _ := number(v)
+	return n
 }

@@ -51,7 +51,7 @@ func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
 		case rec.UID != "" && live.GetUID() != rec.UID:
 			gone = true
 		default:
-			rec.DeletionTimestamp, rec.Finalizers = live.GetDeletionTimestamp(), live.GetFinalizers()
+			rec.DeletionTimestamp, rec.Finalizers = live.GetDeletionTimestamp(), finalizersOf(live)
 		}
 	}
 	if gone {
