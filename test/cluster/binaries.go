@@ -42,6 +42,11 @@ var binaries = []struct{ name, pkg string }{
 	{kcmBinary, "k8s.io/kubernetes/cmd/kube-controller-manager"},
 }
 
+// buildRecipe names how build invokes go build. Change it whenever the
+// flags or the package list change, so that caches built the old way are
+// not reused.
+const buildRecipe = "go build -buildvcs=false -ldflags=<k8s version stamps>; recipe 1"
+
 // completeMarker is written last into a cache directory; a directory
 // without it is a build that never finished.
 const completeMarker = ".complete"
@@ -52,8 +57,9 @@ const completeMarker = ".complete"
 //
 // The cache lives in $XDG_CACHE_HOME/payload-applier/bin/<key> (falling back
 // to ~/.cache), where key hashes the tools module's go.mod, go.sum and
-// etcd/main.go together with the Go version, so editing a pin or upgrading Go
-// rebuilds and nothing else does. Concurrent callers, including separate test
+// etcd/main.go together with the Go version and the build recipe, so
+// editing a pin, upgrading Go or changing the build flags rebuilds and
+// nothing else does. Concurrent callers, including separate test
 // binaries, serialize on a file lock so that only one of them builds. Build
 // progress goes to stderr; cancelling ctx stops the build and the wait for
 // the lock.
@@ -132,6 +138,10 @@ func binCacheRoot() (string, error) {
 // cacheKey hashes everything that decides what the build produces.
 func cacheKey(ctx context.Context, goTool, toolsDir string) (string, error) {
 	h := sha256.New()
+	fmt.Fprintln(h, buildRecipe)
+	for _, b := range binaries {
+		fmt.Fprintln(h, b.name, b.pkg)
+	}
 	for _, name := range []string{"go.mod", "go.sum", filepath.Join("etcd", "main.go")} {
 		data, err := os.ReadFile(filepath.Join(toolsDir, name))
 		if err != nil {

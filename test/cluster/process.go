@@ -58,7 +58,7 @@ func (p *process) exitError() error {
 		return nil
 	}
 	tail := lastLines(p.logPath, 20)
-	err := fmt.Errorf("%s exited during start (%v); log %s, last lines:\n%s", p.name, p.waitErr, p.logPath, tail)
+	err := fmt.Errorf("%s exited during start (%v); log %s\nlast lines:\n%s", p.name, p.waitErr, p.logPath, tail)
 	if strings.Contains(tail, "address already in use") {
 		return fmt.Errorf("%w: %w", errPortInUse, err)
 	}
@@ -108,7 +108,7 @@ func (p *process) waitReady(ctx context.Context, check func(context.Context) err
 			if err := p.exitError(); err != nil {
 				return err
 			}
-			return fmt.Errorf("%s not ready: %w (last check: %v); log %s, last lines:\n%s",
+			return fmt.Errorf("%s not ready: %w (last check: %v); log %s\nlast lines:\n%s",
 				p.name, ctx.Err(), lastErr, p.logPath, lastLines(p.logPath, 20))
 		case <-time.After(100 * time.Millisecond):
 		}
