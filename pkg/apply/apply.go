@@ -2,10 +2,13 @@ package apply
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,25 +59,62 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	if err != nil {
 		return ActionFailed, err
 	}
-	want := desiredObject(m)
+	want := p.e.withoutUndeclared(m, desiredObject(m))
 	var action Action
 	switch {
 	case live == nil:
 		action = ActionCreated
-		live, err = p.e.serverSideApply(ctx, rc, want)
+		live, err = p.e.write(ctx, m, rc, want, true)
 	case m.CreateOnly():
 		return ActionSkipped, nil
 	case p.e.unchanged(m, want, live):
 		action = ActionUnchanged
 	default:
 		action = ActionConfigured
-		live, err = p.e.serverSideApply(ctx, rc, want)
+		live, err = p.e.write(ctx, m, rc, want, false)
 	}
 	if err != nil {
 		return ActionFailed, err
 	}
 	p.e.remember(m, live)
 	return action, p.checkHealth(ctx, m, rc, live)
+}
+
+// write applies want. Fields the schema does not declare are dropped with
+// a warning, and a create the apply path cannot express goes through the
+// Go type, both as the CVO's typed clients would behave.
+func (e *Engine) write(ctx context.Context, m *payload.Manifest, rc resourceClient, want *unstructured.Unstructured, creating bool) (*unstructured.Unstructured, error) {
+	live, err := e.serverSideApply(ctx, rc, want)
+	if dropped := dropUndeclared(want, err); len(dropped) > 0 {
+		e.rememberUndeclared(m, dropped)
+		e.warn("UndeclaredFieldsDropped", fmt.Sprintf("%s (%s): dropped fields its schema does not declare: %s",
+			m.ID(), m.Position(), strings.Join(dropped, ", ")))
+		live, err = e.serverSideApply(ctx, rc, want)
+	}
+	if creating && apierrors.IsInvalid(err) {
+		if created, typed, cerr := e.createTyped(ctx, rc, want); typed {
+			return created, cerr
+		}
+	}
+	return live, err
+}
+
+// withoutUndeclared removes the fields an earlier apply found undeclared, so
+// that they neither fail the apply again nor look like drift.
+func (e *Engine) withoutUndeclared(m *payload.Manifest, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	e.appliedMu.Lock()
+	paths := e.undeclared[m.ID()]
+	e.appliedMu.Unlock()
+	for _, p := range paths {
+		removePath(obj.Object, splitPath(p))
+	}
+	return obj
+}
+
+func (e *Engine) rememberUndeclared(m *payload.Manifest, paths []string) {
+	e.appliedMu.Lock()
+	defer e.appliedMu.Unlock()
+	e.undeclared[m.ID()] = paths
 }
 
 func (p *pass) getFresh(ctx context.Context, rc resourceClient, name string) (*unstructured.Unstructured, error) {

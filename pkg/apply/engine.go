@@ -65,6 +65,8 @@ type Engine struct {
 	// comparison when nothing has touched the object since.
 	appliedMu sync.Mutex
 	applied   map[payload.ObjectID]appliedState
+	// undeclared holds, per object, manifest fields its schema rejects.
+	undeclared map[payload.ObjectID][]string
 
 	// stuckReported keeps Events about stuck deletes to one per object.
 	stuckMu       sync.Mutex
@@ -116,6 +118,7 @@ func New(cfg Config) (*Engine, error) {
 		eventObj:      cfg.EventObject,
 		clock:         cfg.Clock,
 		applied:       map[payload.ObjectID]appliedState{},
+		undeclared:    map[payload.ObjectID][]string{},
 		stuckReported: map[payload.ObjectID]bool{},
 	}, nil
 }

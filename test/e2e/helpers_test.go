@@ -167,6 +167,7 @@ func (c *clients) get(t testing.TB, gvk schema.GroupVersionKind, ns, name string
 var (
 	configMapGVK = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	namespaceGVK = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	secretGVK    = schema.GroupVersionKind{Version: "v1", Kind: "Secret"}
 )
 
 // waitGone waits until get returns nil.
