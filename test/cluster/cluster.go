@@ -127,7 +127,9 @@ type Cluster struct {
 // Start launches a control plane on free loopback ports with a fresh data
 // directory, waits until it is ready, and installs the ClusterVersion,
 // ClusterOperator and fixture CRDs, waiting until they are Established and
-// discoverable. On error nothing is left running.
+// discoverable. ctx bounds the build (when Options.BinDir is empty) and the
+// start; the running cluster outlives it until Stop. On error nothing is
+// left running and the data directory is kept for its logs.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	opts = opts.withDefaults()
 	if err := opts.validate(); err != nil {
