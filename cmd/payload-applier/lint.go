@@ -1,18 +1,194 @@
 package main
 
 import (
-	"errors"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// Placeholder; replaced by the lint implementation.
+// lintOptions are the flags of `payload-applier lint`.
+type lintOptions struct {
+	previous  string
+	profile   string
+	output    string
+	strict    bool
+	listRules bool
+}
+
+const lintLong = `Lint a release payload the way release CI should before it ships.
+
+DIR is a payload in either layout: the CVO layout (DIR/release-manifests,
+with an optional DIR/manifests that is read first) or the flat layout that
+'oc adm release extract' writes (manifests, release-metadata and
+image-references in DIR itself; a release-manifests directory on its own
+is one).
+
+The manifests are filtered as a cluster of --profile with the Default
+feature set would filter them. Rules about how manifests relate to each
+other see what that profile includes; rules about one manifest's
+annotations and file name see every manifest. With --previous, the rules
+across an update also run (leftover deletes, orphans, dropped CRD
+versions). docs/annotations.md lists every rule.
+
+Every finding is reported, not just the first. Exit status:
+  0  no errors (warnings allowed, unless --strict)
+  1  errors, or warnings with --strict
+  2  usage errors, and payloads that cannot be read (a missing directory,
+     no release-metadata or image-references)`
+
+const lintExample = `  payload-applier lint release/
+  payload-applier lint --previous 4.19.7/ --output github release/
+  payload-applier lint --profile single-node-developer --strict --output json release/release-manifests`
+
 func newLintCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "lint DIR",
-		Short: "Validate a release payload",
-		RunE: func(*cobra.Command, []string) error {
-			return withExitCode(exitUsage, errors.New("lint is not implemented yet"))
+	o := lintOptions{}
+	cmd := &cobra.Command{
+		Use:     "lint [--previous DIR] [--profile P] [--output text|json|github] [--strict] DIR",
+		Short:   "Check a release payload for mistakes before it ships",
+		Long:    lintLong,
+		Example: lintExample,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if o.listRules {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.listRules {
+				return printRules(cmd.OutOrStdout())
+			}
+			return runLint(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], o)
 		},
 	}
+	flags := cmd.Flags()
+	flags.StringVar(&o.previous, "previous", "", "the release clusters run now, to check the update from it")
+	flags.StringVar(&o.profile, "profile", payload.DefaultClusterProfile, "the cluster profile to filter for: "+strings.Join(payload.KnownProfiles, ", "))
+	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or github (workflow commands)")
+	flags.BoolVar(&o.strict, "strict", false, "fail on warnings too")
+	flags.BoolVar(&o.listRules, "list-rules", false, "list the rules and exit")
+	return cmd
+}
+
+func runLint(stdout, stderr io.Writer, dir string, o lintOptions) error {
+	if err := o.validate(); err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	opts := payload.DefaultLoadOptions()
+	opts.Profile = &o.profile
+	opts.EnabledFeatureGates = payload.DefaultFeatureGates(o.profile)
+
+	all, findings, err := payload.LoadAll(dir)
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("cannot load %s: %w", dir, err))
+	}
+	lintOpts := payload.LintOptions{}
+	if o.previous != "" {
+		// The previous release is a reference, not under test: its own
+		// findings are not reported.
+		prev, _, err := payload.LoadAll(o.previous)
+		if err != nil {
+			return withExitCode(exitUsage, fmt.Errorf("cannot load the previous release %s: %w", o.previous, err))
+		}
+		lintOpts.Previous = prev.Filter(opts)
+	}
+	findings = append(findings, payload.Lint(all.Filter(opts), lintOpts)...)
+	payload.SortFindings(findings)
+
+	if err := printFindings(stdout, findings, o.output); err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	counts := map[payload.Severity]int{}
+	for _, f := range findings {
+		counts[f.Severity]++
+	}
+	summary := fmt.Sprintf("%s: %s, %s, %d info", dir,
+		plural(counts[payload.SeverityError], "error"),
+		plural(counts[payload.SeverityWarning], "warning"),
+		counts[payload.SeverityInfo])
+	switch {
+	case counts[payload.SeverityError] > 0:
+		return withExitCode(exitFailed, fmt.Errorf("%s", summary))
+	case o.strict && counts[payload.SeverityWarning] > 0:
+		return withExitCode(exitFailed, fmt.Errorf("%s (--strict fails on warnings)", summary))
+	}
+	fmt.Fprintln(stderr, summary)
+	return nil
+}
+
+func (o lintOptions) validate() error {
+	switch o.output {
+	case "text", "json", "github":
+	default:
+		return fmt.Errorf("--output must be text, json or github, not %q", o.output)
+	}
+	for _, p := range payload.KnownProfiles {
+		if o.profile == p {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown --profile %q; known profiles are %s", o.profile, strings.Join(payload.KnownProfiles, ", "))
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s", noun)
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func printFindings(w io.Writer, findings []payload.Finding, format string) error {
+	switch format {
+	case "json":
+		if findings == nil {
+			findings = []payload.Finding{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(findings)
+	case "github":
+		for _, f := range findings {
+			fmt.Fprintf(w, "::%s file=%s,line=%d,col=%d,title=%s::%s\n", githubLevel(f.Severity),
+				githubProperty(f.File), f.Line, f.Column, githubProperty(string(f.Rule)), githubData(f.Message))
+		}
+		return nil
+	default:
+		for _, f := range findings {
+			fmt.Fprintln(w, f.String())
+		}
+		return nil
+	}
+}
+
+func githubLevel(s payload.Severity) string {
+	switch s {
+	case payload.SeverityError:
+		return "error"
+	case payload.SeverityWarning:
+		return "warning"
+	}
+	return "notice"
+}
+
+// githubData escapes a workflow command's message.
+func githubData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+// githubProperty escapes a workflow command's property value.
+func githubProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+func printRules(w io.Writer) error {
+	for _, r := range payload.AllRules {
+		if _, err := fmt.Fprintf(w, "%-24s %-8s %s\n", r.ID, r.Severity, r.Summary); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -47,8 +47,18 @@ type Manifest struct {
 	// name. RunLevel is -1 and Component is empty when the name does not parse.
 	RunLevel  int
 	Component string
-	// Index is the 0-based position of the manifest in payload order.
+	// Index is the 0-based position of the manifest in payload order: in a
+	// filtered release, its position in Release.Manifests. Skipped
+	// manifests have Index -1.
 	Index int
+
+	// seq is the position among every document of the payload, before any
+	// filter, so that a release can be filtered again in the same order.
+	seq int
+	// src is the document's text and srcLine the line at which src starts,
+	// used to point findings at an annotation rather than the document.
+	src     []byte
+	srcLine int
 }
 
 // ID returns the object the manifest names.
@@ -77,23 +87,39 @@ func (m *Manifest) Position() string {
 	return fmt.Sprintf("%s:%d", m.File, m.Line)
 }
 
-// Release is a loaded, validated payload: its metadata and its manifests in
-// the order the CVO reads them.
+// Release is a loaded payload: its metadata and its manifests in the order
+// the CVO reads them. Load returns a filtered, validated release; LoadAll
+// returns every document unfiltered, and Filter derives filtered releases
+// from it without reading the files again.
 type Release struct {
-	// Dir is the payload root that was loaded.
-	Dir      string
-	Version  string
+	// Dir is the payload root that was loaded, as the caller named it.
+	Dir string
+	// Version is the semantic version from release-metadata.
+	Version string
+	// Channels are the update channels from release-metadata, sorted.
 	Channels []string
-	URL      string
+	// URL is metadata.url from release-metadata, often an errata link.
+	URL string
+	// Images maps the image-references tag names to their pull specs
+	// (tags whose from.kind is DockerImage).
+	Images map[string]string
 	// Manifests holds every manifest the inclusion filters kept, delete
 	// manifests included, in payload order.
 	Manifests []*Manifest
 	// Skipped holds the manifests the inclusion filters dropped, with why.
 	Skipped []Skipped
+	// Warnings holds the findings below error severity that Load found;
+	// LoadAll leaves it empty and returns its findings instead.
+	Warnings []Finding
 }
 
 // Skipped is a manifest that an inclusion filter left out.
 type Skipped struct {
 	Manifest *Manifest
-	Reason   string
+	// Reason is the filter's message, for example
+	// "include.release.openshift.io/self-managed-high-availability unset".
+	Reason string
+	// Filter names the filter that dropped the manifest: one of the
+	// Filter* constants.
+	Filter string
 }

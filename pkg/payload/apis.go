@@ -1,0 +1,100 @@
+package payload
+
+import (
+	"sort"
+	"sync"
+
+	appsv1 "github.com/openshift/api/apps/v1"
+	authorizationv1 "github.com/openshift/api/authorization/v1"
+	buildv1 "github.com/openshift/api/build/v1"
+	imagev1 "github.com/openshift/api/image/v1"
+	oauthv1 "github.com/openshift/api/oauth/v1"
+	projectv1 "github.com/openshift/api/project/v1"
+	quotav1 "github.com/openshift/api/quota/v1"
+	routev1 "github.com/openshift/api/route/v1"
+	securityv1 "github.com/openshift/api/security/v1"
+	templatev1 "github.com/openshift/api/template/v1"
+	userv1 "github.com/openshift/api/user/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// builtinAPIs are the types a cluster serves without any CRD from the
+// payload:
+//   - every group of client-go's Kubernetes scheme, plus
+//     apiextensions.k8s.io and apiregistration.k8s.io;
+//   - the OpenShift groups that aggregated API servers serve:
+//     openshift-apiserver (apps, authorization, build, image, project,
+//     quota, route, security, template), oauth-apiserver (oauth, user),
+//     OLM's packageserver (packages.operators.coreos.com) and the metrics
+//     API (metrics.k8s.io);
+//   - ClusterVersion and ClusterOperator (config.openshift.io), whose CRDs
+//     the applier creates itself when a cluster lacks them.
+//
+// A few kinds of those OpenShift groups are CRDs in a real cluster (for
+// example SecurityContextConstraints); listing them here only means they
+// are never reported as having no provider.
+type builtinAPIs struct {
+	kinds  map[GroupKind]bool
+	groups map[string]bool
+}
+
+var builtins = sync.OnceValue(newBuiltinAPIs)
+
+func newBuiltinAPIs() builtinAPIs {
+	s := runtime.NewScheme()
+	installs := []func(*runtime.Scheme) error{
+		scheme.AddToScheme,
+		appsv1.Install, authorizationv1.Install, buildv1.Install, imagev1.Install,
+		oauthv1.Install, projectv1.Install, quotav1.Install, routev1.Install,
+		securityv1.Install, templatev1.Install, userv1.Install,
+	}
+	for _, install := range installs {
+		// These install static type lists; an error would be a bug in a
+		// dependency, and the table is only less complete without it.
+		_ = install(s)
+	}
+	b := builtinAPIs{kinds: map[GroupKind]bool{}, groups: map[string]bool{}}
+	for gvk := range s.AllKnownTypes() {
+		if gvk.Version == runtime.APIVersionInternal {
+			continue
+		}
+		b.kinds[GroupKind{Group: gvk.Group, Kind: gvk.Kind}] = true
+		b.groups[gvk.Group] = true
+	}
+	for _, gk := range []GroupKind{
+		{"apiextensions.k8s.io", "CustomResourceDefinition"},
+		{"apiregistration.k8s.io", "APIService"},
+		{"packages.operators.coreos.com", "PackageManifest"},
+		{"metrics.k8s.io", "NodeMetrics"},
+		{"metrics.k8s.io", "PodMetrics"},
+		{"config.openshift.io", "ClusterVersion"},
+		{"config.openshift.io", "ClusterOperator"},
+	} {
+		b.kinds[gk] = true
+		b.groups[gk.Group] = true
+	}
+	return b
+}
+
+// isBuiltin reports whether a cluster serves gk without a payload CRD.
+func isBuiltin(gk GroupKind) bool {
+	return builtins().kinds[gk]
+}
+
+// isBuiltinGroup reports whether group is one of the built-in groups.
+func isBuiltinGroup(group string) bool {
+	return builtins().groups[group]
+}
+
+// builtinKinds lists the built-in kinds of group, for suggestions.
+func builtinKinds(group string) []string {
+	var kinds []string
+	for gk := range builtins().kinds {
+		if gk.Group == group {
+			kinds = append(kinds, gk.Kind)
+		}
+	}
+	sort.Strings(kinds)
+	return kinds
+}

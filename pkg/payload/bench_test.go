@@ -1,0 +1,52 @@
+package payload
+
+import (
+	"os"
+	"testing"
+)
+
+// BenchmarkOCPReal measures the real 4.20 payload (516 documents, 10 MB):
+// reading and parsing it, filtering it for a self-managed cluster, and
+// running every rule. docs/benchmarks.md records the figures.
+func BenchmarkOCPReal(b *testing.B) {
+	if _, err := os.Stat(ocpRealDir); err != nil {
+		b.Skipf("the real payload %s is not available (%v); it sits beside the checkout in ../shared/payloads", ocpRealDir, err)
+	}
+	opts := DefaultLoadOptions()
+	b.Run("load-filter-lint", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			all, findings, err := LoadAll(ocpRealDir)
+			if err != nil {
+				b.Fatal(err)
+			}
+			findings = append(findings, Lint(all.Filter(opts), LintOptions{})...)
+			if HasErrors(findings) {
+				b.Fatal("the real payload has errors")
+			}
+		}
+	})
+	all, _, err := LoadAll(ocpRealDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("filter", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			all.Filter(opts)
+		}
+	})
+	filtered := all.Filter(opts)
+	b.Run("lint", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Lint(filtered, LintOptions{})
+		}
+	})
+	b.Run("lint-update", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			Lint(filtered, LintOptions{Previous: filtered})
+		}
+	})
+}

@@ -1,0 +1,29 @@
+// Package payload turns a release payload directory into a validated,
+// filtered Release, offline. It never talks to a cluster.
+//
+// Reading: LoadAll accepts the CVO layout (release-manifests/, with an
+// optional manifests/ read first) and the flat layout that
+// `oc adm release extract` writes, which also covers a release-manifests
+// directory on its own. Files are read in name order; only .yaml, .yml and
+// .json files count, and subdirectories are ignored. A YAML file is cut at
+// its "---" lines so that every document knows the line it starts at, and
+// each document goes through library-go's Manifest parser; a JSON file is
+// one document. Templates in manifests/ are not rendered (the release
+// image they need is unknown offline), so such a file is a parse error.
+//
+// Duplicates follow the CVO: one object twice in a file is an error, as
+// library-go's ParseManifests makes it; the same object in two files is a
+// warning (duplicate-object), because the CVO parses file by file and real
+// payloads have shipped such pairs.
+//
+// Filtering: Filter applies the CVO's inclusion filters in its order
+// (exclude, feature set, feature gate, major version, profile,
+// capabilities, overrides), using library-go's Manifest.Include for all
+// but the feature-gate and major-version filters. It works from every
+// manifest a release holds, kept or skipped, so the operator can filter a
+// loaded release again with a ClusterVersion's capabilities and overrides.
+//
+// Validating: Lint runs the rules (see Rule and docs/annotations.md) and
+// returns findings; Load is LoadAll, Filter and Lint, and rejects the
+// payload as a whole with a *ValidationError when any finding is an error.
+package payload

@@ -1,0 +1,192 @@
+package payload
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"sync"
+)
+
+const (
+	// CVOManifestDir holds the CVO's own manifests in the CVO layout. They
+	// come first, as in the CVO.
+	CVOManifestDir = "manifests"
+	// ReleaseManifestDir holds the operators' manifests and the metadata.
+	ReleaseManifestDir = "release-manifests"
+)
+
+// layout is where a payload's manifests and metadata live.
+type layout struct {
+	// dirs are the manifest directories relative to the root, in order;
+	// "." is the root itself.
+	dirs []string
+	// metaDir holds release-metadata and image-references.
+	metaDir string
+}
+
+// detectLayout accepts the CVO layout (root/release-manifests, with an
+// optional root/manifests before it) and the flat layout that
+// `oc adm release extract` writes, which also covers being pointed at a
+// release-manifests directory itself.
+func detectLayout(dir string) (layout, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return layout{}, err
+	}
+	if !info.IsDir() {
+		return layout{}, fmt.Errorf("%s is not a directory", dir)
+	}
+	if isDir(filepath.Join(dir, ReleaseManifestDir)) {
+		l := layout{metaDir: ReleaseManifestDir}
+		if isDir(filepath.Join(dir, CVOManifestDir)) {
+			l.dirs = append(l.dirs, CVOManifestDir)
+		}
+		l.dirs = append(l.dirs, ReleaseManifestDir)
+		return l, nil
+	}
+	return layout{dirs: []string{"."}, metaDir: "."}, nil
+}
+
+func isDir(p string) bool {
+	info, err := os.Stat(p)
+	return err == nil && info.IsDir()
+}
+
+// LoadAll reads the payload in dir without filtering or validating it: the
+// returned release's Manifests holds every document in payload order.
+// Problems in the files (documents that do not parse, bad metadata
+// values) come back as findings, so that a linter can report them all.
+// The error is for a directory that cannot be read or is no payload:
+// missing release-metadata or image-references wrap ErrMissingMetadata.
+//
+// Templates in manifests/ are not rendered: the CVO renders its own
+// manifests with the release image, which is unknown here, so a file there
+// that does not parse as YAML is a parse-error finding.
+func LoadAll(dir string) (*Release, []Finding, error) {
+	l, err := detectLayout(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &Release{Dir: dir}
+	var findings []Finding
+
+	metaFile := path.Join(l.metaDir, ReleaseMetadataFile)
+	data, err := readMetadata(dir, metaFile, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	findings = append(findings, parseReleaseMetadata(r, metaFile, data)...)
+	refsFile := path.Join(l.metaDir, ImageReferencesFile)
+	data, err = readMetadata(dir, refsFile, l)
+	if err != nil {
+		return nil, nil, err
+	}
+	findings = append(findings, parseImageReferences(r, refsFile, data)...)
+
+	var files []string
+	for _, d := range l.dirs {
+		entries, err := os.ReadDir(filepath.Join(dir, d))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range entries {
+			if e.IsDir() || !hasManifestExtension(e.Name()) {
+				continue
+			}
+			files = append(files, path.Join(d, e.Name()))
+		}
+	}
+	results, err := parseFiles(dir, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, res := range results {
+		findings = append(findings, res.findings...)
+		for _, m := range res.manifests {
+			m.seq = len(r.Manifests)
+			m.Index = m.seq
+			r.Manifests = append(r.Manifests, m)
+		}
+	}
+	for i := range findings {
+		if dir != "" {
+			findings[i].File = filepath.Join(dir, findings[i].File)
+		}
+	}
+	SortFindings(findings)
+	return r, findings, nil
+}
+
+func readMetadata(dir, file string, l layout) ([]byte, error) {
+	data, err := os.ReadFile(filepath.Join(dir, file))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s has no %s; expected %s (CVO layout) or %s (flat layout, as `oc adm release extract` writes)",
+			ErrMissingMetadata, dir, file,
+			filepath.Join(dir, ReleaseManifestDir, path.Base(file)), filepath.Join(dir, path.Base(file)))
+	}
+	return data, err
+}
+
+type fileResult struct {
+	manifests []*Manifest
+	findings  []Finding
+}
+
+// parseFiles reads and parses files with a bounded pool of workers, one
+// result per file by index so that payload order is kept without locks.
+func parseFiles(dir string, files []string) ([]fileResult, error) {
+	results := make([]fileResult, len(files))
+	readErrs := make([]error, len(files))
+	workers := runtime.GOMAXPROCS(0)
+	if workers > len(files) {
+		workers = len(files)
+	}
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				data, err := os.ReadFile(filepath.Join(dir, files[i]))
+				if err != nil {
+					readErrs[i] = err
+					continue
+				}
+				ms, fs := parseFile(files[i], data)
+				results[i] = fileResult{manifests: ms, findings: fs}
+			}
+		}()
+	}
+	for i := range files {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := errors.Join(readErrs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// Load reads the payload in dir, keeps what opts includes and validates it.
+// Any finding of error severity rejects the payload: the error is then a
+// *ValidationError holding every finding, and no release is returned.
+// Warnings stay on the release's Warnings.
+func Load(dir string, opts LoadOptions) (*Release, error) {
+	all, loadFindings, err := LoadAll(dir)
+	if err != nil {
+		return nil, err
+	}
+	r := all.Filter(opts)
+	findings := append(loadFindings, Lint(r, LintOptions{})...)
+	SortFindings(findings)
+	if HasErrors(findings) {
+		return nil, &ValidationError{Dir: dir, Findings: findings}
+	}
+	r.Warnings = findings
+	return r, nil
+}

@@ -1,0 +1,251 @@
+package payload
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/openshift/library-go/pkg/manifest"
+	"sigs.k8s.io/yaml"
+)
+
+// fileNamePattern is the CVO's task-graph file-name rule.
+var fileNamePattern = regexp.MustCompile(`^0000_(\d+)_([a-zA-Z0-9]+(-[a-zA-Z0-9]+)*?)_`)
+
+// ParseFileName returns the run level and component of a payload file name
+// such as 0000_50_olm_07-collect-profiles.cronjob.yaml, or -1 and "" when
+// the name does not follow the 0000_<runlevel>_<component>_ rule.
+func ParseFileName(name string) (runLevel int, component string) {
+	match := fileNamePattern.FindStringSubmatch(path.Base(name))
+	if match == nil {
+		return -1, ""
+	}
+	level, err := strconv.Atoi(match[1])
+	if err != nil {
+		return -1, ""
+	}
+	return level, match[2]
+}
+
+func hasManifestExtension(name string) bool {
+	switch path.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// document is one YAML document of a file: its text and the line at which
+// that text starts.
+type document struct {
+	text []byte
+	line int
+}
+
+// splitDocuments cuts a YAML stream at its "---" lines, the way the
+// apimachinery YAML reader that library-go uses does: a line starting with
+// "---" followed by nothing but spaces or a comment ends a document; any
+// other text after "---" is an error.
+func splitDocuments(data []byte) ([]document, *document, error) {
+	var docs []document
+	start, startLine := 0, 1
+	line := 1
+	for pos := 0; pos < len(data); line++ {
+		end := bytes.IndexByte(data[pos:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = pos + end + 1
+		}
+		l := data[pos:next]
+		if bytes.HasPrefix(l, []byte("---")) {
+			trimmed := bytes.TrimSpace(l[3:])
+			if len(trimmed) > 0 && trimmed[0] != '#' {
+				return nil, &document{text: l, line: line}, fmt.Errorf("invalid YAML document separator %q", truncate(string(bytes.TrimSpace(l)), 40))
+			}
+			docs = append(docs, document{text: data[start:pos], line: startLine})
+			start, startLine = next, line+1
+		}
+		pos = next
+	}
+	docs = append(docs, document{text: data[start:], line: startLine})
+	return docs, nil, nil
+}
+
+// contentLine returns the first line of text that is neither blank nor a
+// comment, counted from first; that is where a finding about the whole
+// document points.
+func contentLine(text []byte, first int) (int, bool) {
+	for n := 0; len(text) > 0; n++ {
+		l := text
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			l, text = text[:i], text[i+1:]
+		} else {
+			text = nil
+		}
+		t := bytes.TrimSpace(l)
+		if len(t) > 0 && t[0] != '#' {
+			return first + n, true
+		}
+	}
+	return first, false
+}
+
+// parseFile turns one payload file into manifests. rel is the path
+// relative to the payload root. Problems are findings, never panics, and a
+// document that fails to parse does not stop the others.
+func parseFile(rel string, data []byte) ([]*Manifest, []Finding) {
+	var findings []Finding
+	problem := func(line, col int, rule Rule, format string, args ...any) {
+		findings = append(findings, Finding{File: rel, Line: line, Column: col, Rule: rule, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
+	}
+	if !utf8.Valid(data) {
+		problem(1, 1, RuleParseError, "file is not valid UTF-8")
+		return nil, findings
+	}
+	var docs []document
+	if path.Ext(rel) == ".json" {
+		docs = []document{{text: data, line: 1}}
+	} else {
+		var bad *document
+		var err error
+		docs, bad, err = splitDocuments(data)
+		if err != nil {
+			problem(bad.line, 1, RuleParseError, "%v", err)
+			return nil, findings
+		}
+	}
+
+	level, component := ParseFileName(rel)
+	base := path.Base(rel)
+	var manifests []*Manifest
+	firstSeen := map[ObjectID]*Manifest{}
+	for _, doc := range docs {
+		line, ok := contentLine(doc.text, doc.line)
+		if !ok {
+			continue
+		}
+		parsed, err := parseDocument(doc.text)
+		if err != nil {
+			l, c, msg := describeParseError(err, doc, line)
+			problem(l, c, RuleParseError, "%s", msg)
+			continue
+		}
+		for i := range parsed {
+			m := &Manifest{
+				Manifest:  parsed[i],
+				File:      rel,
+				Line:      line,
+				RunLevel:  level,
+				Component: component,
+				src:       doc.text,
+				srcLine:   doc.line,
+			}
+			m.OriginalFilename = base
+			id := m.ID()
+			if first, dup := firstSeen[id]; dup {
+				problem(line, 1, RuleDuplicateInFile, "%s is defined twice in this file, first at line %d; library-go and the CVO reject the file, so keep one definition", id, first.Line)
+				continue
+			}
+			firstSeen[id] = m
+			manifests = append(manifests, m)
+		}
+	}
+	return manifests, findings
+}
+
+// parseDocument parses one document into a library-go Manifest the way
+// ParseManifests does (YAML converted to JSON, then Manifest.UnmarshalJSON;
+// empty and null documents yield nothing), minus its stream decoder and a
+// second JSON scan, which a 10 MB payload notices. A panic in a decoder
+// becomes an error: bad input must never crash a load.
+func parseDocument(text []byte) (ms []manifest.Manifest, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ms, err = nil, fmt.Errorf("parser failed: %v", r)
+		}
+	}()
+	js := bytes.TrimSpace(text)
+	if len(js) == 0 || js[0] != '{' || !json.Valid(js) {
+		if js, err = yaml.YAMLToJSON(text); err != nil {
+			return nil, err
+		}
+		js = bytes.TrimSpace(js)
+	}
+	if len(js) == 0 || bytes.Equal(js, []byte("null")) {
+		return nil, nil
+	}
+	var m manifest.Manifest
+	if err := m.UnmarshalJSON(js); err != nil {
+		return nil, err
+	}
+	if len(m.Raw) == 0 {
+		return nil, nil
+	}
+	return []manifest.Manifest{m}, nil
+}
+
+var (
+	yamlLinePattern = regexp.MustCompile(`yaml: line (\d+): `)
+	missingKind     = regexp.MustCompile(`Object 'Kind' is missing`)
+	missingVersion  = regexp.MustCompile(`Object 'apiVersion' is missing`)
+)
+
+// describeParseError turns a library-go parse error into a position in the
+// file and a message short enough for one line.
+func describeParseError(err error, doc document, line int) (int, int, string) {
+	msg := err.Error()
+	var syntax *json.SyntaxError
+	switch {
+	case errors.As(err, &syntax):
+		l, c := offsetPosition(doc.text, syntax.Offset)
+		return doc.line + l - 1, c, "invalid JSON: " + syntax.Error()
+	case missingKind.MatchString(msg):
+		return line, 1, "document has no kind"
+	case missingVersion.MatchString(msg):
+		return line, 1, "document has no apiVersion"
+	case strings.Contains(msg, "must contain kubernetes required fields kind and name"):
+		return line, 1, "metadata.name is missing or not a string (quote names such as y, no or 123)"
+	}
+	if m := yamlLinePattern.FindStringSubmatchIndex(msg); m != nil {
+		n, convErr := strconv.Atoi(msg[m[2]:m[3]])
+		if convErr == nil {
+			return doc.line + n - 1, 1, "invalid YAML: " + truncate(msg[m[1]:], 200)
+		}
+	}
+	msg = strings.TrimPrefix(msg, "error parsing: ")
+	return line, 1, "cannot parse document: " + truncate(msg, 200)
+}
+
+// offsetPosition converts a byte offset into a 1-based line and column.
+func offsetPosition(text []byte, offset int64) (int, int) {
+	if offset < 0 {
+		offset = 0
+	}
+	if offset > int64(len(text)) {
+		offset = int64(len(text))
+	}
+	before := text[:offset]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(offset) - bytes.LastIndexByte(before, '\n')
+	if col < 1 {
+		col = 1
+	}
+	return line, col
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}

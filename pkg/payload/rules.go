@@ -1,0 +1,33 @@
+package payload
+
+// RuleInfo describes a rule for documentation and `lint --list-rules`.
+type RuleInfo struct {
+	ID Rule `json:"id"`
+	// Severity is the rule's usual severity; Summary says when it differs.
+	Severity Severity `json:"severity"`
+	Summary  string   `json:"summary"`
+}
+
+// AllRules lists every rule in the order docs/annotations.md gives them.
+var AllRules = []RuleInfo{
+	{RuleParseError, SeverityError, "a document does not parse, or lacks apiVersion, kind or metadata.name"},
+	{RuleDuplicateInFile, SeverityError, "one file defines an object twice"},
+	{RuleReleaseMetadata, SeverityError, "release-metadata or image-references is invalid (bad metadata.url or channels values are warnings)"},
+	{RuleDeleteValue, SeverityError, `release.openshift.io/delete is anything but the string "true"`},
+	{RuleUnknownAnnotation, SeverityError, "an unknown release.openshift.io/ key or include.release.openshift.io/ profile"},
+	{RuleAnnotationValue, SeverityError, "an annotation value the filters do not understand, or a value that is not a string"},
+	{RuleUnknownCapability, SeverityWarning, "capability.openshift.io/name names an unknown capability"},
+	{RuleDeleteCreateOnly, SeverityWarning, "a manifest is both a delete and create-only"},
+	{RuleFileName, SeverityWarning, "a file name lacks 0000_<runlevel>_<component>_"},
+	{RuleDuplicateObject, SeverityWarning, "two files create the same object"},
+	{RuleCreatedAndDeleted, SeverityError, "one manifest creates an object that another deletes"},
+	{RuleNamespaceDeleted, SeverityError, "an object is created in a namespace that is deleted"},
+	{RuleAPIStillUsed, SeverityError, "a kind is used while its CRD is deleted"},
+	{RuleProviderAfterConsumer, SeverityWarning, "a custom resource is applied before its CRD (an error with --previous when the API is new)"},
+	{RuleVersionNotServed, SeverityError, "a custom resource uses a version its CRD does not serve"},
+	{RuleNoProvider, SeverityWarning, "no CRD in the payload and no built-in API serves a kind"},
+	{RuleMinorLeftover, SeverityError, "a delete manifest the previous minor already had (info within a z-stream)"},
+	{RuleOrphan, SeverityWarning, "an object of the previous release that nothing creates or deletes now"},
+	{RuleServedVersionDropped, SeverityError, "a CRD drops a version the previous release served"},
+	{RuleStorageVersionDropped, SeverityError, "a CRD drops the previous release's storage version"},
+}

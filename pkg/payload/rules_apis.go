@@ -1,0 +1,114 @@
+package payload
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// checkProviders checks that every custom resource the release creates has
+// an API to land in:
+//   - version-not-served: the payload's CRD for the kind does not serve
+//     the version the manifest uses;
+//   - provider-after-consumer: the resource is ordered before its CRD. An
+//     update applies it before the CRD exists, unless an earlier release
+//     already served the API. Without the previous release that is
+//     unknown, so the finding is a warning; with it, the finding is an
+//     error when the previous release did not serve the kind and version,
+//     and nothing otherwise. CRDs marked bootstrap-required are created by
+//     the installer before the CVO starts, so they are never late;
+//   - no-provider: no CRD in the payload serves the kind and it is not a
+//     built-in API (see builtinAPIs), so something outside the payload
+//     must install it first.
+//
+// Delete manifests are skipped: they do not need the API to be served.
+func checkProviders(idx *releaseIndex, previous *Release) []Finding {
+	var prev *releaseIndex
+	if previous != nil {
+		prev = newReleaseIndex(previous)
+	}
+	var findings []Finding
+	for _, m := range idx.r.Manifests {
+		if m.Delete() || isCRD(m) {
+			continue
+		}
+		gk := groupKindOf(m)
+		crd, found := idx.crdByKind[gk]
+		if !found {
+			if isBuiltin(gk) {
+				continue
+			}
+			if _, deleted := idx.deletedCRDServing(gk); deleted {
+				continue // api-still-used reports this
+			}
+			findings = append(findings, at(idx.r, m, RuleNoProvider, SeverityWarning, "%s", noProviderMessage(idx, m)))
+			continue
+		}
+		version := m.GVK.Version
+		if v, ok := crd.version(version); !ok || !v.Served {
+			findings = append(findings, at(idx.r, m, RuleVersionNotServed, SeverityError,
+				"%s uses %s/%s, but CustomResourceDefinition %s (%s) serves %s; use a served version",
+				m.ID(), gk.Group, version, crd.Name, position(idx.r, crd.Manifest), listOrNone(crd.servedVersions())))
+			continue
+		}
+		if crd.BootstrapRequired || !orderedBefore(m, crd.Manifest) {
+			continue
+		}
+		order := fmt.Sprintf("%s is applied before CustomResourceDefinition %s (%s) that serves %s",
+			m.ID(), crd.Name, position(idx.r, crd.Manifest), gk)
+		switch {
+		case prev == nil:
+			findings = append(findings, at(idx.r, m, RuleProviderAfterConsumer, SeverityWarning,
+				"%s; an update from a release without that API fails here until the CRD exists (lint with --previous to check), so move the CRD to an earlier run level or earlier in the component", order))
+		case !prev.serves(gk, version):
+			findings = append(findings, at(idx.r, m, RuleProviderAfterConsumer, SeverityError,
+				"%s, and the previous release %s does not serve %s/%s; the update fails here, so move the CRD to an earlier run level or earlier in the component",
+				order, prev.r.Version, gk, version))
+		}
+	}
+	return findings
+}
+
+// serves reports whether the release, or the cluster itself, serves the
+// kind at version.
+func (idx *releaseIndex) serves(gk GroupKind, version string) bool {
+	if isBuiltin(gk) {
+		return true
+	}
+	crd, ok := idx.crdByKind[gk]
+	if !ok {
+		return false
+	}
+	v, ok := crd.version(version)
+	return ok && v.Served
+}
+
+func noProviderMessage(idx *releaseIndex, m *Manifest) string {
+	gk := groupKindOf(m)
+	var kinds []string
+	for other := range idx.crdByKind {
+		if other.Group == gk.Group {
+			kinds = append(kinds, other.Kind)
+		}
+	}
+	sort.Strings(kinds)
+	msg := fmt.Sprintf("%s is a %s, which no CustomResourceDefinition in the payload serves and which is not a built-in Kubernetes or OpenShift API; the apply fails unless something outside the payload installs it", m.ID(), gk)
+	switch {
+	case len(kinds) > 0:
+		msg += fmt.Sprintf(" (the payload's CRDs of %s serve %s%s)", gk.Group, strings.Join(kinds, ", "), suggest(gk.Kind, kinds))
+	case isBuiltinGroup(gk.Group):
+		group := gk.Group
+		if group == "" {
+			group = "the core group"
+		}
+		msg += fmt.Sprintf(" (%s is built in but has no kind %s%s)", group, gk.Kind, suggest(gk.Kind, builtinKinds(gk.Group)))
+	}
+	return msg
+}
+
+func listOrNone(items []string) string {
+	if len(items) == 0 {
+		return "no version"
+	}
+	return strings.Join(items, ", ")
+}

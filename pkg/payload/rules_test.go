@@ -1,0 +1,367 @@
+package payload
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// want describes one expected finding; file is relative to the payload.
+type want struct {
+	rule     Rule
+	severity Severity
+	file     string
+	line     int
+	contains string
+}
+
+type ruleCase struct {
+	version  string
+	files    map[string]string
+	previous map[string]string // a previous release, when set
+	prevVer  string
+	want     []want
+}
+
+func runRuleCases(t *testing.T, cases map[string]ruleCase) {
+	t.Helper()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			version := tc.version
+			if version == "" {
+				version = "4.20.0"
+			}
+			dir := writePayload(t, version, tc.files)
+			prevDir := ""
+			if tc.previous != nil {
+				prevVersion := tc.prevVer
+				if prevVersion == "" {
+					prevVersion = "4.19.3"
+				}
+				prevDir = writePayload(t, prevVersion, tc.previous)
+			}
+			got := lintDirs(t, dir, prevDir)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d findings, want %d:\n%s", len(got), len(tc.want), formatFindings(got))
+			}
+			for i, w := range tc.want {
+				f := got[i]
+				root := dir
+				if strings.HasPrefix(w.file, "previous/") {
+					root = prevDir
+				}
+				file := filepath.Join(root, strings.TrimPrefix(w.file, "previous/"))
+				if f.Rule != w.rule || f.Severity != w.severity || f.File != file || (w.line != 0 && f.Line != w.line) || !strings.Contains(f.Message, w.contains) {
+					t.Errorf("finding %d:\n got %s\nwant %s %s at %s:%d containing %q", i, f, w.severity, w.rule, file, w.line, w.contains)
+				}
+			}
+		})
+	}
+}
+
+func TestAnnotationRules(t *testing.T) {
+	cm := func(extra ...string) string { return annotated("v1", "ConfigMap", "ns", "cm", extra...) }
+	const file = "0000_50_x_00_cm.yaml"
+	cases := map[string]ruleCase{
+		"a delete value of true is accepted": {
+			files: map[string]string{file: cm(`release.openshift.io/delete: "true"`)},
+		},
+		"delete: True is an error that says what to write": {
+			files: map[string]string{file: cm(`release.openshift.io/delete: "True"`)},
+			want:  []want{{RuleDeleteValue, SeverityError, file, 8, `write release.openshift.io/delete: "true" (quoted)`}},
+		},
+		"delete: yes is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/delete: "yes"`)},
+			want:  []want{{RuleDeleteValue, SeverityError, file, 8, `is "yes", and only "true" is accepted`}},
+		},
+		"an empty delete value is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/delete: ""`)},
+			want:  []want{{RuleDeleteValue, SeverityError, file, 8, `is "", and only "true"`}},
+		},
+		"delete: false is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/delete: "false"`)},
+			want:  []want{{RuleDeleteValue, SeverityError, file, 8, `is "false"`}},
+		},
+		"an unquoted delete: true is a boolean, not a string": {
+			files: map[string]string{file: cm(`release.openshift.io/delete: true`)},
+			want:  []want{{RuleDeleteValue, SeverityError, file, 8, "the YAML boolean true, not a string"}},
+		},
+		"a misspelt delete annotation is unknown and the message suggests the key": {
+			files: map[string]string{file: cm(`release.openshift.io/delet: "true"`)},
+			want:  []want{{RuleUnknownAnnotation, SeverityError, file, 8, `(did you mean "release.openshift.io/delete"?)`}},
+		},
+		"an include annotation for an unknown profile is an error": {
+			files: map[string]string{file: cm(`include.release.openshift.io/self-managed-high-availabilty: "true"`)},
+			want:  []want{{RuleUnknownAnnotation, SeverityError, file, 8, `unknown cluster profile "self-managed-high-availabilty"`}},
+		},
+		"an unknown profile is caught on a manifest that it keeps out of the release": {
+			files: map[string]string{file: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  namespace: ns\n  annotations:\n    include.release.openshift.io/selfmanaged: \"true\"\n"},
+			want:  []want{{RuleUnknownAnnotation, SeverityError, file, 7, "unknown cluster profile"}},
+		},
+		"known release annotations and profiles pass": {
+			files: map[string]string{file: cm(
+				`include.release.openshift.io/single-node-developer: "true"`,
+				`include.release.openshift.io/ibm-cloud-managed: "false"`,
+				`include.release.openshift.io/hypershift: "true"`,
+				`release.openshift.io/create-only: "true"`,
+				`release.openshift.io/bootstrap-required: "true"`,
+				`release.openshift.io/feature-set: "Default,TechPreviewNoUpgrade"`,
+				`capability.openshift.io/name: "Console+Build"`,
+				`exclude.release.openshift.io/internal-openshift-hosted: "true"`,
+			)},
+		},
+		"an include value other than true or false is an error": {
+			files: map[string]string{file: cm(`include.release.openshift.io/hypershift: "True"`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 8, `is "True", which excludes the manifest`}},
+		},
+		"a create-only value other than true is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/create-only: "yes"`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 8, "has no effect"}},
+		},
+		"an unknown feature set is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/feature-set: "TechPreview"`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 8, `unknown feature set "TechPreview"`}},
+		},
+		"a feature set with a feature gate is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/feature-set: Default`, `release.openshift.io/feature-gate: Example`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 9, "both release.openshift.io/feature-set and release.openshift.io/feature-gate"}},
+		},
+		"a feature gate list with an empty name is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/feature-gate: "A,,B"`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 8, "empty gate name"}},
+		},
+		"a major version on a ConfigMap is an error": {
+			files: map[string]string{file: cm(`release.openshift.io/major-version: "4"`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 8, "only allowed on config.openshift.io FeatureGate and CustomResourceDefinition"}},
+		},
+		"a malformed major version is an error": {
+			files: map[string]string{file: annotated("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "foos.example.com", `release.openshift.io/major-version: "four"`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 7, `"four" is not a major version`}},
+		},
+		"an annotation that is not a string is an error": {
+			files: map[string]string{file: cm(`example.com/replicas: 3`)},
+			want:  []want{{RuleAnnotationValue, SeverityError, file, 8, "the YAML number 3, not a string"}},
+		},
+		"an unknown capability is a warning": {
+			files: map[string]string{file: cm(`capability.openshift.io/name: "Consle"`)},
+			want:  []want{{RuleUnknownCapability, SeverityWarning, file, 8, `unknown capability "Consle"`}},
+		},
+		"delete and create-only on one manifest is a warning": {
+			files: map[string]string{file: cm(`release.openshift.io/delete: "true"`, `release.openshift.io/create-only: "true"`)},
+			want:  []want{{RuleDeleteCreateOnly, SeverityWarning, file, 9, "the delete wins and create-only is ignored"}},
+		},
+		"a file name without run level and component is a warning": {
+			files: map[string]string{"06-deployment.yaml": cm()},
+			want:  []want{{RuleFileName, SeverityWarning, "06-deployment.yaml", 1, "does not follow 0000_<runlevel>_<component>_<name>"}},
+		},
+	}
+	runRuleCases(t, cases)
+}
+
+func TestObjectRules(t *testing.T) {
+	cm := func(ns, name string, extra ...string) string { return annotated("v1", "ConfigMap", ns, name, extra...) }
+	deleted := `release.openshift.io/delete: "true"`
+	cases := map[string]ruleCase{
+		"one object created and deleted is an error at the delete": {
+			files: map[string]string{
+				"0000_50_a_00_cm.yaml": cm("ns", "x"),
+				"0000_50_b_00_cm.yaml": cm("ns", "x", deleted),
+			},
+			want: []want{{RuleCreatedAndDeleted, SeverityError, "0000_50_b_00_cm.yaml", 8, "created by"}},
+		},
+		"one object deleted twice is fine": {
+			files: map[string]string{
+				"0000_50_a_00_cm.yaml": cm("ns", "x", deleted),
+				"0000_50_b_00_cm.yaml": cm("ns", "x", deleted),
+			},
+		},
+		"one object created by two files is a warning, as the CVO accepts it": {
+			files: map[string]string{
+				"0000_50_a_00_cm.yaml": cm("ns", "x"),
+				"0000_50_b_00_cm.yaml": cm("ns", "x", `example.com/other: "value"`),
+			},
+			want: []want{{RuleDuplicateObject, SeverityWarning, "0000_50_b_00_cm.yaml", 1, "also created by"}},
+		},
+		"variants for other profiles do not duplicate each other": {
+			files: map[string]string{
+				"0000_50_a_00_cm.yaml":            cm("ns", "x"),
+				"0000_50_a_00_cm-hypershift.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: ns\n  annotations:\n    include.release.openshift.io/hypershift: \"true\"\n",
+			},
+		},
+		"a deleted namespace that still holds a created object is an error": {
+			files: map[string]string{
+				"0000_50_a_00_ns.yaml": annotated("v1", "Namespace", "", "gone", deleted),
+				"0000_50_a_01_cm.yaml": cm("gone", "x"),
+				"0000_50_a_02_cm.yaml": cm("gone", "other", deleted),
+			},
+			want: []want{{RuleNamespaceDeleted, SeverityError, "0000_50_a_01_cm.yaml", 1, "is created in namespace gone"}},
+		},
+		"a deleted CRD whose kind is still used is an error": {
+			files: map[string]string{
+				"0000_50_a_00_crd.yaml": annotated("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", deleted),
+				"0000_50_a_01_cr.yaml":  annotated("example.com/v1", "Widget", "ns", "w"),
+			},
+			want: []want{{RuleAPIStillUsed, SeverityError, "0000_50_a_01_cr.yaml", 1, "whose CustomResourceDefinition widgets.example.com is deleted"}},
+		},
+		"a deleted CRD whose kind is only deleted is fine": {
+			files: map[string]string{
+				"0000_50_a_00_cr.yaml":  annotated("example.com/v1", "Widget", "ns", "w", deleted),
+				"0000_50_a_01_crd.yaml": annotated("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com", deleted),
+			},
+		},
+	}
+	runRuleCases(t, cases)
+}
+
+func TestAPIRules(t *testing.T) {
+	widget := func(version string) string { return annotated("example.com/"+version, "Widget", "ns", "w") }
+	crd := crdDoc("example.com", "Widget", "widgets", "v1", "v1beta1-")
+	cases := map[string]ruleCase{
+		"a custom resource after its CRD is fine": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crd, "0000_20_a_00_cr.yaml": widget("v1")},
+		},
+		"a custom resource at an earlier run level than its CRD is a warning without the previous release": {
+			files: map[string]string{"0000_10_a_00_cr.yaml": widget("v1"), "0000_20_b_00_crd.yaml": crd},
+			want:  []want{{RuleProviderAfterConsumer, SeverityWarning, "0000_10_a_00_cr.yaml", 1, "is applied before CustomResourceDefinition widgets.example.com"}},
+		},
+		"a custom resource earlier in the same component than its CRD is a warning": {
+			files: map[string]string{"0000_10_a_00_cr.yaml": widget("v1"), "0000_10_a_01_crd.yaml": crd},
+			want:  []want{{RuleProviderAfterConsumer, SeverityWarning, "0000_10_a_00_cr.yaml", 1, "is applied before"}},
+		},
+		"a custom resource in another component of the same run level runs in parallel and is not reported": {
+			files: map[string]string{"0000_10_a_00_cr.yaml": widget("v1"), "0000_10_b_00_crd.yaml": crd},
+		},
+		"a custom resource before a CRD the previous release lacked is an error": {
+			files:    map[string]string{"0000_10_a_00_cr.yaml": widget("v1"), "0000_20_b_00_crd.yaml": crd},
+			previous: map[string]string{},
+			want:     []want{{RuleProviderAfterConsumer, SeverityError, "0000_10_a_00_cr.yaml", 1, "the previous release 4.19.3 does not serve Widget.example.com/v1"}},
+		},
+		"a custom resource before a CRD the previous release served is fine": {
+			files:    map[string]string{"0000_10_a_00_cr.yaml": widget("v1"), "0000_20_b_00_crd.yaml": crd},
+			previous: map[string]string{"0000_20_b_00_crd.yaml": crd},
+		},
+		"a bootstrap-required CRD exists before the CVO starts": {
+			files: map[string]string{
+				"0000_05_a_00_cr.yaml":  widget("v1"),
+				"0000_10_b_00_crd.yaml": strings.Replace(crd, "  annotations:\n", "  annotations:\n    release.openshift.io/bootstrap-required: \"true\"\n", 1),
+			},
+		},
+		"a custom resource of a version its CRD does not serve is an error": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crd, "0000_20_a_00_cr.yaml": widget("v1beta1")},
+			want:  []want{{RuleVersionNotServed, SeverityError, "0000_20_a_00_cr.yaml", 1, "serves v1; use a served version"}},
+		},
+		"a custom resource of a kind no CRD serves is a warning": {
+			files: map[string]string{"0000_20_a_00_cr.yaml": widget("v1")},
+			want:  []want{{RuleNoProvider, SeverityWarning, "0000_20_a_00_cr.yaml", 1, "no CustomResourceDefinition in the payload serves"}},
+		},
+		"a misspelt kind of a CRD group is reported with a suggestion": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crd, "0000_20_a_00_cr.yaml": annotated("example.com/v1", "Widgit", "ns", "w")},
+			want:  []want{{RuleNoProvider, SeverityWarning, "0000_20_a_00_cr.yaml", 1, `(did you mean "Widget"?)`}},
+		},
+		"a misspelt built-in kind is a warning": {
+			files: map[string]string{"0000_20_a_00_cr.yaml": annotated("apps/v1", "Deploymnet", "ns", "d")},
+			want:  []want{{RuleNoProvider, SeverityWarning, "0000_20_a_00_cr.yaml", 1, `apps is built in but has no kind Deploymnet (did you mean "Deployment"?)`}},
+		},
+		"built-in Kubernetes and aggregated OpenShift kinds need no CRD": {
+			files: map[string]string{
+				"0000_20_a_00_a.yaml": annotated("apps/v1", "Deployment", "ns", "d"),
+				"0000_20_a_01_b.yaml": annotated("route.openshift.io/v1", "Route", "ns", "r"),
+				"0000_20_a_02_c.yaml": annotated("apiregistration.k8s.io/v1", "APIService", "", "v1.example.com"),
+				"0000_20_a_03_d.yaml": annotated("security.openshift.io/v1", "SecurityContextConstraints", "", "scc"),
+				"0000_20_a_04_e.yaml": annotated("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "", "v"),
+			},
+		},
+	}
+	runRuleCases(t, cases)
+}
+
+func TestUpdateRules(t *testing.T) {
+	deleted := `release.openshift.io/delete: "true"`
+	cm := func(name string, extra ...string) string { return annotated("v1", "ConfigMap", "ns", name, extra...) }
+	cases := map[string]ruleCase{
+		"a delete manifest already in the previous minor is an error": {
+			version: "4.20.0", prevVer: "4.19.7",
+			files:    map[string]string{"0000_50_a_00_cm.yaml": cm("old", deleted)},
+			previous: map[string]string{"0000_50_a_00_cm.yaml": cm("old", deleted)},
+			want:     []want{{RuleMinorLeftover, SeverityError, "0000_50_a_00_cm.yaml", 8, "drop this delete manifest from the 4.20 release"}},
+		},
+		"a delete manifest already in the previous z-stream is allowed and says so": {
+			version: "4.20.3", prevVer: "4.20.1",
+			files:    map[string]string{"0000_50_a_00_cm.yaml": cm("old", deleted)},
+			previous: map[string]string{"0000_50_a_00_cm.yaml": cm("old", deleted)},
+			want:     []want{{RuleMinorLeftover, SeverityInfo, "0000_50_a_00_cm.yaml", 8, "allowed in a z-stream update"}},
+		},
+		"a new delete manifest is fine": {
+			files:    map[string]string{"0000_50_a_00_cm.yaml": cm("old", deleted)},
+			previous: map[string]string{"0000_50_a_00_cm.yaml": cm("old")},
+		},
+		"an object dropped without a delete manifest is an orphan": {
+			files:    map[string]string{"0000_50_a_00_cm.yaml": cm("kept")},
+			previous: map[string]string{"0000_50_a_00_cm.yaml": cm("kept"), "0000_50_a_01_cm.yaml": cm("dropped")},
+			want:     []want{{RuleOrphan, SeverityWarning, "previous/0000_50_a_01_cm.yaml", 1, "ConfigMap/ns/dropped is created by the previous release 4.19.3 but no manifest of 4.20.0"}},
+		},
+		"objects in a deleted namespace are not orphans": {
+			files: map[string]string{"0000_50_a_00_ns.yaml": annotated("v1", "Namespace", "", "ns", deleted)},
+			previous: map[string]string{
+				"0000_50_a_00_ns.yaml": annotated("v1", "Namespace", "", "ns"),
+				"0000_50_a_01_cm.yaml": cm("inside"),
+			},
+		},
+		"dropping a served CRD version is an error": {
+			files:    map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
+			previous: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1", "v1beta1")},
+			want:     []want{{RuleServedVersionDropped, SeverityError, "0000_10_a_00_crd.yaml", 1, "removes version v1beta1, which 4.19.3 serves"}},
+		},
+		"dropping a version that stopped being served first is fine": {
+			files:    map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
+			previous: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1", "v1beta1-")},
+		},
+		"dropping the previous storage version is an error": {
+			files:    map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
+			previous: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1beta1-", "v1")},
+			want:     []want{{RuleStorageVersionDropped, SeverityError, "0000_10_a_00_crd.yaml", 1, "removes version v1beta1, the storage version in 4.19.3"}},
+		},
+	}
+	runRuleCases(t, cases)
+}
+
+func TestLocate(t *testing.T) {
+	m := &Manifest{
+		src:     []byte("metadata:\n  annotations:\n    \"release.openshift.io/delete\": \"true\"\n    x: release.openshift.io/delete: no\n"),
+		srcLine: 10,
+	}
+	line, col, ok := m.locate(DeleteAnnotation)
+	if !ok || line != 12 || col != 5 {
+		t.Errorf("locate = %d:%d %v, want 12:5", line, col, ok)
+	}
+	if _, _, ok := m.locate("absent"); ok {
+		t.Error("found an absent key")
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{{"", "", 0}, {"delete", "delet", 1}, {"kitten", "sitting", 3}, {"", "abc", 3}} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestRuleTable(t *testing.T) {
+	seen := map[Rule]bool{}
+	for _, r := range AllRules {
+		if r.ID == "" || r.Summary == "" || r.Severity == "" {
+			t.Errorf("rule %+v lacks a field", r)
+		}
+		if seen[r.ID] {
+			t.Errorf("rule %s is listed twice", r.ID)
+		}
+		seen[r.ID] = true
+	}
+	if len(AllRules) != 20 {
+		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
+	}
+}
