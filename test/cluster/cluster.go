@@ -186,7 +186,9 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err == nil {
 			break
 		}
-		c.stopProcesses()
+		if stopErr := c.stopProcesses(); stopErr != nil {
+			return errors.Join(err, stopErr)
+		}
 		if !errors.Is(err, errPortInUse) || attempt == attempts {
 			return err
 		}

@@ -121,7 +121,7 @@ func (c *Cluster) CreateNamespace(t testing.TB) string {
 		prefix = prefix[:40]
 	}
 	prefix = strings.Trim(prefix, "-") + "-"
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix, Labels: map[string]string{"payload-applier.io/test": "true"}},
