@@ -47,7 +47,7 @@ Prometheus metrics on --listen.`,
 	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:9099", "address for /metrics; empty disables it")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease so that only one instance acts")
 	cmd.Flags().DurationVar(&o.resync, "resync-interval", 2*time.Minute, "base resync period; each wait is drawn from [interval, 2×interval)")
-	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name")
+	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
 	_ = cmd.MarkFlagRequired("payloads")
 	return cmd
 }

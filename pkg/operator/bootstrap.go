@@ -87,12 +87,14 @@ func (o *Operator) ensureCRD(ctx context.Context, crd *unstructured.Unstructured
 	})
 }
 
+// hostIdentity names this process for leader election: the host name plus
+// a random suffix, so that two processes on one host never share a lease.
 func hostIdentity() string {
 	h, err := os.Hostname()
 	if err != nil || h == "" {
-		return "payload-applier"
+		h = "payload-applier"
 	}
-	return h
+	return h + "_" + uuid.NewString()
 }
 
 func eventScheme() *runtime.Scheme { return scheme.Scheme }

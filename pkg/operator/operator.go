@@ -50,8 +50,8 @@ type Config struct {
 	Metrics *Metrics
 	// Clock defaults to the real clock.
 	Clock clock.Clock
-	// Identity names this instance in leader election and Events. Default:
-	// the host name.
+	// Identity names this instance in leader election and Events; it must
+	// differ between instances. Default: the host name and a random suffix.
 	Identity string
 }
 
@@ -231,3 +231,6 @@ func retryDelay(interval time.Duration, failures int) time.Duration {
 	}
 	return wait.Jitter(d, 0.2)
 }
+
+// Identity is the name this instance uses in leader election.
+func (o *Operator) Identity() string { return o.cfg.Identity }

@@ -36,6 +36,7 @@ type testOperator struct {
 	name      string
 	namespace string
 	config    configclient.Interface
+	identity  string
 }
 
 func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics) *testOperator {
@@ -50,7 +51,7 @@ func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metri
 		Name:       cvName,
 		Sync:       fastOptions(""),
 		Metrics:    metrics,
-		Identity:   cvName + "-" + cfg.Username,
+		Identity:   uniqueName(t, cvName),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +66,7 @@ func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metri
 	t.Cleanup(func() {
 		_ = cc.ConfigV1().ClusterVersions().Delete(context.Background(), cvName, metav1.DeleteOptions{})
 	})
-	return &testOperator{Operator: op, name: cvName, namespace: ns, config: cc}
+	return &testOperator{Operator: op, name: cvName, namespace: ns, config: cc, identity: op.Identity()}
 }
 
 func (o *testOperator) sync(t testing.TB) *operator.Outcome {
