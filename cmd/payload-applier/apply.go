@@ -126,10 +126,14 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 // applyExit maps an outcome to the documented exit codes.
 func applyExit(out *operator.Outcome) error {
 	switch {
+	case out.Refused != nil:
+		hint := ""
+		if out.Upgradeable.Reason == operator.ReasonDeletionInProgress {
+			hint = "\n(apply the release the cluster runs again to carry its pending deletes forward)"
+		}
+		return withExitCode(exitRefused, fmt.Errorf("update to %s refused, nothing of it was applied: %w%s", out.Target, out.Refused, hint))
 	case out.LoadErr != nil:
 		return withExitCode(exitUsage, fmt.Errorf("release %s rejected: %w", out.Target, out.LoadErr))
-	case out.Refused != nil:
-		return withExitCode(exitRefused, fmt.Errorf("update to %s refused: %w", out.Target, out.Refused))
 	case out.Result == nil:
 		return withExitCode(exitFailed, fmt.Errorf("nothing was applied"))
 	case !out.Result.Complete():

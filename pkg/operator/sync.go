@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"hash/fnv"
 
@@ -34,6 +33,9 @@ type Outcome struct {
 	LoadErr error
 	// Refused is set when a blocking precondition refused Target.
 	Refused error
+	// CurrentErr is set when Target was not applied and the release the
+	// cluster already runs could not be loaded to reconcile it instead.
+	CurrentErr error
 	// AcceptedRisks holds warnings and forced failures of an accepted update.
 	AcceptedRisks string
 	// Upgradeable is the condition as written.
@@ -78,7 +80,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	rel := o.acceptTarget(ctx, cv, out, now)
 	if rel == nil && status.Desired.Version != "" {
 		if rel, err = o.loadRelease(status.Desired.Version, cv); err != nil {
-			out.LoadErr = errors.Join(out.LoadErr, err)
+			out.CurrentErr = err
 		}
 	}
 	if rel == nil {

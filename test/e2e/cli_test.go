@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// buildCLI builds payload-applier once per test binary.
+func buildCLI(t testing.TB) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "payload-applier")
+	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/payload-applier")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build CLI: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runCLI runs the CLI against the test cluster and returns its exit code.
+func runCLI(t testing.TB, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, append(args, "--kubeconfig", testCluster.Kubeconfig())...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stdout.String(), stderr.String()
+	case errors.As(err, &exit):
+		return exit.ExitCode(), stdout.String(), stderr.String()
+	}
+	t.Fatalf("run %v: %v", args, err)
+	return -1, "", ""
+}
+
+// resetClusterVersion removes the shared state `apply` uses, so the test
+// starts from a cluster that was never installed.
+func resetClusterVersion(t testing.TB) {
+	t.Helper()
+	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_ = cc.ConfigV1().ClusterVersions().Delete(ctx, "version", metav1.DeleteOptions{})
+	_ = newClients(t).kube.CoreV1().ConfigMaps("openshift-cluster-version").Delete(ctx, "payload-applier-delete-ledger", metav1.DeleteOptions{})
+}
+
+func TestApplyCommandExitCodes(t *testing.T) {
+	bin := buildCLI(t)
+	resetClusterVersion(t)
+	t.Cleanup(func() { resetClusterVersion(t) })
+	c := newClients(t)
+	ns := testCluster.CreateNamespace(t)
+	releases := storyReleases(ns)
+	dirs := map[string]string{}
+	for v, files := range releases {
+		dirs[v] = writePayload(t, v, files)
+	}
+	invalid := writePayload(t, "1.0.9", map[string]string{"0000_50_demo_00_a.yaml": configMap(ns, "a", "x", `release.openshift.io/delete: "True"`)})
+	broken := writePayload(t, "1.0.3", map[string]string{"0000_50_demo_00_a.yaml": configMap(ns, "Not_A_Valid_Name", "x")})
+
+	steps := []struct {
+		name     string
+		args     []string
+		want     int
+		contains string
+	}{
+		{"the first apply installs", []string{"apply", "--payload", dirs["1.0.0"]}, 0, "(install)"},
+		{"the same version again reconciles", []string{"apply", "--payload", dirs["1.0.0"]}, 0, "(reconcile)"},
+		{"an invalid payload exits 2 naming file and line", []string{"apply", "--payload", invalid}, 2, "0000_50_demo_00_a.yaml:"},
+		{"another version updates and lists pending deletes", []string{"apply", "--payload", dirs["1.0.1"]}, 0, "still in progress"},
+		{"a minor update while deletes are pending exits 3", []string{"apply", "--payload", dirs["1.1.0"]}, 3, "refused"},
+		{"a task failure exits 1", []string{"apply", "--payload", broken}, 1, "Not_A_Valid_Name"},
+		{"an unknown output format is a usage error", []string{"apply", "--payload", dirs["1.0.0"], "-o", "yaml"}, 2, "--output"},
+	}
+	for _, s := range steps {
+		code, stdout, stderr := runCLI(t, bin, s.args...)
+		if code != s.want || !strings.Contains(stdout+stderr, s.contains) {
+			t.Fatalf("%s: exit %d (want %d), output lacks %q?\nstdout:\n%s\nstderr:\n%s", s.name, code, s.want, s.contains, stdout, stderr)
+		}
+	}
+
+	code, stdout, _ := runCLI(t, bin, "status")
+	if code != 0 || !strings.Contains(stdout, "ConfigMap/"+ns+"/held") || !strings.Contains(stdout, "example.com/hold") || !strings.Contains(stdout, "Upgradeable") {
+		t.Fatalf("status must show the pending delete with its finalizer (exit %d):\n%s", code, stdout)
+	}
+	code, stdout, _ = runCLI(t, bin, "status", "-o", "json")
+	if code != 0 || !strings.Contains(stdout, `"deletes"`) {
+		t.Fatalf("status -o json (exit %d):\n%s", code, stdout)
+	}
+
+	c.removeFinalizers(t, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, ns, "held")
+	c.waitGone(t, configMapGVK, ns, "held")
+	// Only a pass of the release that asked for the paced delete may issue it.
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dirs["1.0.1"]); code != 0 || !strings.Contains(stdout, "Upgradeable=True") {
+		t.Fatalf("re-applying 1.0.1 must finish its deletes (exit %d):\n%s\n%s", code, stdout, stderr)
+	}
+	if c.get(t, configMapGVK, ns, "first") != nil {
+		t.Fatal("the paced delete was not issued")
+	}
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dirs["1.1.0"], "-o", "json"); code != 0 || !strings.Contains(stdout, `"mode": "update"`) {
+		t.Fatalf("after the delete completes, 1.1.0 must apply (exit %d):\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+func TestCommandsHaveHelp(t *testing.T) {
+	bin := buildCLI(t)
+	for _, cmd := range []string{"lint", "plan", "apply", "start", "status", "version"} {
+		out, err := exec.Command(bin, cmd, "--help").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "Usage:") {
+			t.Errorf("%s --help: %v\n%s", cmd, err, out)
+		}
+	}
+	_ = os.Remove(bin)
+}
