@@ -60,6 +60,7 @@ var manifestRules = []manifestRule{
 	checkAnnotationValues,
 	checkCapabilities,
 	checkDeleteCreateOnly,
+	checkUnknownFields,
 }
 
 var releaseRules = []releaseRule{

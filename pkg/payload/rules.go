@@ -19,6 +19,7 @@ var AllRules = []RuleInfo{
 	{RuleUnknownCapability, SeverityWarning, "capability.openshift.io/name names an unknown capability"},
 	{RuleDeleteCreateOnly, SeverityWarning, "a manifest is both a delete and create-only"},
 	{RuleFileName, SeverityWarning, "a file name lacks 0000_<runlevel>_<component>_"},
+	{RuleUnknownField, SeverityWarning, "a built-in or OpenShift kind sets a field its type does not declare"},
 	{RuleDuplicateObject, SeverityWarning, "two files create the same object"},
 	{RuleCreatedAndDeleted, SeverityError, "one manifest creates an object that another deletes"},
 	{RuleNamespaceDeleted, SeverityError, "an object is created in a namespace that is deleted"},

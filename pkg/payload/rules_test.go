@@ -361,7 +361,67 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 20 {
+	if len(AllRules) != 21 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
+}
+
+func TestUnknownFieldRule(t *testing.T) {
+	cronJob := func(field string, annotations string) string {
+		return `apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: cleanup
+  namespace: ns
+  annotations:
+    include.release.openshift.io/self-managed-high-availability: "true"` + annotations + `
+spec:
+  schedule: "0 * * * *"
+  jobTemplate:
+    spec:
+      ` + field + `: 3
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: c, image: i}]
+`
+	}
+	runRuleCases(t, map[string]ruleCase{
+		"a misspelled field of a built-in kind is reported": {
+			files: map[string]string{"0000_50_a_01_cron.yaml": cronJob("backOffLimit", "")},
+			want:  []want{{RuleUnknownField, SeverityWarning, "0000_50_a_01_cron.yaml", 1, "spec.jobTemplate.spec.backOffLimit"}},
+		},
+		"a declared field is fine": {
+			files: map[string]string{"0000_50_a_01_cron.yaml": cronJob("backoffLimit", "")},
+		},
+		"a delete manifest's fields are not read": {
+			files: map[string]string{"0000_50_a_01_cron.yaml": cronJob("backOffLimit", "\n    release.openshift.io/delete: \"true\"")},
+		},
+		"custom resources are left to their CRD's schema": {
+			files: map[string]string{"0000_50_a_01_cr.yaml": `apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w
+  namespace: ns
+  annotations:
+    include.release.openshift.io/self-managed-high-availability: "true"
+spec: {anything: 1}
+`, "0000_40_a_00_crd.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+  annotations:
+    include.release.openshift.io/self-managed-high-availability: "true"
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`},
+		},
+	})
 }
