@@ -119,9 +119,13 @@ type Cluster struct {
 	kcmURL     string
 	versions   Versions
 
-	procs    []*process // in start order
-	stopOnce sync.Once
-	stopErr  error
+	// procsMu guards procs, which RestartAPIServer changes while tests run.
+	procsMu sync.Mutex
+	procs   []*process // in start order
+	// apiServerArgs are kube-apiserver's flags, reused by RestartAPIServer.
+	apiServerArgs []string
+	stopOnce      sync.Once
+	stopErr       error
 }
 
 // Start launches a control plane on free loopback ports with a fresh data
@@ -237,7 +241,7 @@ func (c *Cluster) startProcesses(ctx context.Context) error {
 	}
 
 	p := c.pki
-	if _, err := c.startOne(ctx, apiServerBin, []string{
+	c.apiServerArgs = []string{
 		"--advertise-address=127.0.0.1",
 		"--bind-address=127.0.0.1",
 		"--secure-port=" + strconv.Itoa(apiPort),
@@ -262,7 +266,8 @@ func (c *Cluster) startProcesses(ctx context.Context) error {
 		"--audit-log-maxsize=1000000",
 		"--profiling=false",
 		"--v=1",
-	}, c.checkAPIServer); err != nil {
+	}
+	if _, err := c.startOne(ctx, apiServerBin, c.apiServerArgs, c.checkAPIServer); err != nil {
 		return err
 	}
 
@@ -298,11 +303,13 @@ func (c *Cluster) startProcesses(ctx context.Context) error {
 
 // startOne starts one binary and waits until check passes.
 func (c *Cluster) startOne(ctx context.Context, name string, args []string, check func(context.Context) error) (*process, error) {
-	p, err := startProcess(name, filepath.Join(c.binDir, name), filepath.Join(c.LogDir(), name+".log"), args)
+	p, err := startProcess(name, filepath.Join(c.binDir, name), filepath.Join(c.LogDir(), name+".log"), args, false)
 	if err != nil {
 		return nil, err
 	}
+	c.procsMu.Lock()
 	c.procs = append(c.procs, p)
+	c.procsMu.Unlock()
 	readyCtx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
 	defer cancel()
 	if err := p.waitReady(readyCtx, check); err != nil {
@@ -428,6 +435,8 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) stopProcesses() error {
+	c.procsMu.Lock()
+	defer c.procsMu.Unlock()
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		if err := c.procs[i].stop(c.opts.StopGracePeriod); err != nil {

@@ -25,9 +25,14 @@ type process struct {
 	waitErr error         // the exit status; read only after done is closed
 }
 
-// startProcess runs binary with args, sending its output to logPath.
-func startProcess(name, binary, logPath string, args []string) (*process, error) {
-	logFile, err := os.Create(logPath)
+// startProcess runs binary with args, sending its output to logPath. A
+// restart appends to the log of the process it replaces.
+func startProcess(name, binary, logPath string, args []string, appendLog bool) (*process, error) {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendLog {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	logFile, err := os.OpenFile(logPath, flags, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("create %s log: %w", name, err)
 	}
