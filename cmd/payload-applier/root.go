@@ -42,6 +42,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(
 		newLintCommand(),
+		newPlanCommand(),
 		newApplyCommand(),
 		newStartCommand(),
 		newStatusCommand(),

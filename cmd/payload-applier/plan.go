@@ -1,0 +1,499 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// planOptions are the flags of `payload-applier plan`.
+type planOptions struct {
+	payloadDir, kubeconfig, namespace string
+	mode, output, profile             string
+}
+
+const planLong = `Plan shows what applying a release payload would do, and in which order,
+without doing it.
+
+The payload is loaded, filtered for --profile and validated as 'apply' does;
+an invalid payload exits 2 naming each problem's file and line. The output
+lists the nodes of the apply graph that --mode builds, then the delete walk,
+then the manifests the inclusion filters skip.
+
+Offline, the default, plan reads no cluster (not even the in-cluster config).
+Actions: apply (create or update), delete (a delete manifest, in update mode)
+and skip (a delete in install or reconcile mode, a delete of the applier's own
+objects, or a manifest the filters drop; the reason says which).
+
+With --kubeconfig or $KUBECONFIG, plan compares with the cluster, read-only:
+  create           the object is missing, or its type is served by a CRD
+                   earlier in the payload
+  update           server-side apply would change it; the reason lists the
+                   changed fields, from a server-side dry run
+  unchanged        the object holds what the manifest sets, or it is
+                   create-only and exists
+  delete           a delete manifest's object exists; the reason says whether
+                   it is terminating and which finalizers hold it
+  already-deleted  a delete manifest's object is gone
+  skip             as offline; in reconcile mode a delete is issued only if an
+                   update claimed it in the delete ledger (--namespace)
+Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
+server-side apply with dryRun=All, which the apiserver does not persist.
+
+--output json is a stable contract:
+  {"release": "<version>", "mode": "<mode>", "nodes": [
+    {"id": 0, "after": [<ids of the nodes that must finish first>],
+     "tasks": [{"file": "...", "line": 1, "group": "...", "version": "...",
+                "kind": "...", "namespace": "...", "name": "...",
+                "action": "...", "reason": "..."}]}]}
+Every key is always present, "after" and "tasks" are never null, and "file"
+is relative to the payload directory. A node's id is its position in "nodes":
+  - first the apply graph's nodes, with the graph's ids. A node without tasks
+    is a join that links parallel nodes.
+  - then one node per chain of the delete walk, whose "after" lists every
+    apply node without a successor: deletes start once the apply walk is
+    over. A chain deletes in order, each once the one before it is gone;
+    chains do not wait for each other.
+  - last, if the filters skip any manifest, one node holds them all, with
+    action "skip" and an empty "after": it never runs.
+Together the nodes hold every manifest of the payload exactly once.
+
+Exit codes: 0 the plan was made; 1 the cluster answered but a read failed;
+2 usage errors, an invalid payload, or an unreachable cluster.`
+
+const planExample = `  payload-applier plan --payload release/
+  payload-applier plan --payload release/ --mode install --output dot | dot -Tsvg > plan.svg
+  payload-applier plan --payload release/ --kubeconfig ~/.kube/config --output json`
+
+func newPlanCommand() *cobra.Command {
+	o := &planOptions{}
+	cmd := &cobra.Command{
+		Use:     "plan --payload DIR [--kubeconfig F] [--mode install|update|reconcile] [--output text|json|dot] [--profile P]",
+		Short:   "Show what applying a payload would do, in order, without changing anything",
+		Long:    planLong,
+		Example: planExample,
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
+	}
+	flags := cmd.Flags()
+	flags.StringVar(&o.payloadDir, "payload", "", "release payload directory (required)")
+	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "compare with the cluster of this kubeconfig; default $KUBECONFIG; without either, plan offline")
+	flags.StringVar(&o.namespace, "namespace", apply.DefaultSelf().Namespace, "namespace of the applier's delete ledger")
+	flags.StringVar(&o.mode, "mode", string(graph.ModeUpdate), "pass to plan: install, update or reconcile")
+	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or dot (Graphviz)")
+	flags.StringVar(&o.profile, "profile", payload.DefaultClusterProfile, "cluster profile to filter for: "+strings.Join(payload.KnownProfiles, ", "))
+	_ = cmd.MarkFlagRequired("payload")
+	return cmd
+}
+
+func (o *planOptions) run(cmd *cobra.Command) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	loadOpts := payload.DefaultLoadOptions()
+	loadOpts.Profile = &o.profile
+	loadOpts.EnabledFeatureGates = payload.DefaultFeatureGates(o.profile)
+	rel, err := payload.Load(o.payloadDir, loadOpts)
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
+	}
+	opts := apply.PlanOptions{Mode: graph.Mode(o.mode), Self: apply.Self{Namespace: o.namespace}}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	var plan *apply.Plan
+	if cfg == nil {
+		plan = apply.PlanOffline(rel, opts)
+	} else {
+		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		if plan, err = o.planLive(ctx, cfg, rel, opts); err != nil {
+			return err
+		}
+	}
+	doc := newPlanDoc(plan)
+	w := cmd.OutOrStdout()
+	switch o.output {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(doc)
+	case "dot":
+		_, err = io.WriteString(w, doc.dot())
+	default:
+		_, err = io.WriteString(w, doc.text(plan.Live))
+	}
+	return err
+}
+
+func (o *planOptions) validate() error {
+	if err := checkOutput(o.output, "text", "json", "dot"); err != nil {
+		return err
+	}
+	if !slices.Contains([]graph.Mode{graph.ModeInstall, graph.ModeUpdate, graph.ModeReconcile}, graph.Mode(o.mode)) {
+		return withExitCode(exitUsage, fmt.Errorf("--mode must be install, update or reconcile, not %q", o.mode))
+	}
+	if !slices.Contains(payload.KnownProfiles, o.profile) {
+		return withExitCode(exitUsage, fmt.Errorf("unknown --profile %q; known profiles are %s", o.profile, strings.Join(payload.KnownProfiles, ", ")))
+	}
+	return nil
+}
+
+// restConfig returns nil, for an offline plan, unless --kubeconfig or
+// $KUBECONFIG names a cluster. Unlike the other commands it never falls back
+// to the in-cluster config or ~/.kube/config: a plan should not reach a
+// cluster nobody named.
+func (o *planOptions) restConfig() (*rest.Config, error) {
+	path := cmp.Or(o.kubeconfig, os.Getenv("KUBECONFIG"))
+	if path == "" {
+		return nil, nil
+	}
+	cfg, err := fromKubeconfig(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	// Plans read every object of a payload: lift client-go's default of 5
+	// requests per second, as the operator does, but bound each request.
+	cfg.QPS, cfg.Burst = 50, 100
+	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
+	return cfg, nil
+}
+
+// planLive plans against the cluster of cfg, through an engine whose delete
+// ledger is only ever loaded.
+func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, error) {
+	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, withExitCode(exitUsage, err)
+	}
+	if _, err := disc.ServerVersion(); err != nil {
+		return nil, withExitCode(exitUsage, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err))
+	}
+	dyn, dynErr := dynamic.NewForConfig(cfg)
+	kube, kubeErr := kubernetes.NewForConfig(cfg)
+	if err := errors.Join(dynErr, kubeErr); err != nil {
+		return nil, withExitCode(exitUsage, err)
+	}
+	e, err := apply.New(apply.Config{
+		Dynamic: dyn,
+		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		Ledger:  &apply.ConfigMapLedger{Client: kube, Namespace: o.namespace, Name: apply.DefaultSelf().Ledger},
+		Self:    opts.Self,
+	})
+	if err != nil {
+		return nil, withExitCode(exitUsage, err)
+	}
+	plan, err := e.Plan(ctx, rel, opts)
+	if err != nil {
+		code := exitFailed
+		if r := apply.ReasonFor(err); r == apply.ReasonClusterDown || r == apply.ReasonUnauthorized {
+			code = exitUsage
+		}
+		return nil, withExitCode(code, fmt.Errorf("plan against %s failed:\n%w", cfg.Host, err))
+	}
+	return plan, nil
+}
+
+// planDoc is the output of `plan -o json`, a contract other tools read: the
+// keys are never renamed or dropped, and lists are never null. planLong
+// documents it; text and dot render the same nodes.
+type planDoc struct {
+	Release string     `json:"release"`
+	Mode    string     `json:"mode"`
+	Nodes   []planNode `json:"nodes"`
+}
+
+type planNode struct {
+	ID    int        `json:"id"`
+	After []int      `json:"after"`
+	Tasks []planTask `json:"tasks"`
+
+	walk  string // walkApply, walkDelete or walkSkip
+	label string // the tasks' run levels and components
+}
+
+type planTask struct {
+	File      string `json:"file"`
+	Line      int    `json:"line"`
+	Group     string `json:"group"`
+	Version   string `json:"version"`
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Action    string `json:"action"`
+	Reason    string `json:"reason"`
+	subject   string // for text: Kind.group/namespace/name
+}
+
+// Walks, in the order their nodes appear; not part of the JSON contract.
+const (
+	walkApply  = "apply"
+	walkDelete = "delete"
+	walkSkip   = "skip"
+)
+
+// newPlanDoc lays the plan out as planLong describes: apply nodes with their
+// graph ids, then delete chains after every apply sink, then the skipped.
+func newPlanDoc(p *apply.Plan) planDoc {
+	doc := planDoc{Release: p.Release, Mode: string(p.Mode), Nodes: []planNode{}}
+	sinks := []int{}
+	for _, n := range p.Apply.Nodes {
+		doc.Nodes = append(doc.Nodes, graphNode(p, n, walkApply, append([]int{}, n.In...)))
+		if len(n.Out) == 0 {
+			sinks = append(sinks, n.ID)
+		}
+	}
+	for _, n := range p.Deletes.Nodes {
+		node := graphNode(p, n, walkDelete, append([]int{}, sinks...))
+		node.ID = len(doc.Nodes)
+		doc.Nodes = append(doc.Nodes, node)
+	}
+	if len(p.Skipped) > 0 {
+		node := planNode{ID: len(doc.Nodes), After: []int{}, Tasks: []planTask{}, walk: walkSkip,
+			label: "skipped by the inclusion filters"}
+		for _, a := range p.Skipped {
+			node.Tasks = append(node.Tasks, newPlanTask(a))
+		}
+		doc.Nodes = append(doc.Nodes, node)
+	}
+	return doc
+}
+
+func graphNode(p *apply.Plan, n *graph.Node, walk string, after []int) planNode {
+	node := planNode{ID: n.ID, After: after, Tasks: []planTask{}, walk: walk, label: nodeLabel(p, n)}
+	for _, t := range n.Tasks {
+		node.Tasks = append(node.Tasks, newPlanTask(p.Actions[t.Index]))
+	}
+	return node
+}
+
+func newPlanTask(a apply.PlannedAction) planTask {
+	m := a.Manifest
+	return planTask{
+		File: m.File, Line: m.Line,
+		Group: m.GVK.Group, Version: m.GVK.Version, Kind: m.GVK.Kind,
+		Namespace: m.Obj.GetNamespace(), Name: m.Obj.GetName(),
+		Action: string(a.Action), Reason: a.Reason,
+		subject: m.ID().String(),
+	}
+}
+
+// nodeLabel names a node by its tasks' run levels and components, in order
+// and without repeats; a node without tasks is a join.
+func nodeLabel(p *apply.Plan, n *graph.Node) string {
+	if len(n.Tasks) == 0 {
+		return "join"
+	}
+	var groups []string
+	for _, t := range n.Tasks {
+		m := p.Actions[t.Index].Manifest
+		g := "unparsed"
+		if m.RunLevel >= 0 && m.Component != "" {
+			g = fmt.Sprintf("%02d-%s", m.RunLevel, m.Component)
+		}
+		if len(groups) == 0 || groups[len(groups)-1] != g {
+			groups = append(groups, g)
+		}
+	}
+	return strings.Join(groups, ", ")
+}
+
+// counts is "3 create, 1 update" for tasks, in the order actions first appear.
+func counts(tasks []planTask) string {
+	var order []string
+	n := map[string]int{}
+	for _, t := range tasks {
+		if n[t.Action] == 0 {
+			order = append(order, t.Action)
+		}
+		n[t.Action]++
+	}
+	parts := make([]string, len(order))
+	for i, a := range order {
+		parts[i] = fmt.Sprintf("%d %s", n[a], a)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// text renders the plan for people: the apply walk by steps, then the
+// delete walk, then the skipped manifests, one line per manifest.
+func (d planDoc) text(live bool) string {
+	var b strings.Builder
+	all := d.tasks()
+	where := "offline"
+	if live {
+		where = "against the cluster"
+	}
+	fmt.Fprintf(&b, "Release %s, %s mode, planned %s: %s: %s\n", d.Release, d.Mode, where, countNoun(len(all), "manifest"), counts(all))
+	if !live {
+		b.WriteString("Offline, \"apply\" stands for create, update or unchanged; pass --kubeconfig to compare with a cluster.\n")
+	}
+	applyNodes := d.walk(walkApply)
+	steps := planSteps(applyNodes)
+	fmt.Fprintf(&b, "\nApply walk: %s in %s; the nodes of a step may run in parallel\n", countNoun(len(applyNodes), "node"), countNoun(len(steps), "step"))
+	for s, nodes := range steps {
+		fmt.Fprintf(&b, "step %d", s+1)
+		if len(nodes) > 1 {
+			fmt.Fprintf(&b, ": %d nodes in parallel", len(nodes))
+		}
+		b.WriteString("\n")
+		for _, n := range nodes {
+			writeTextNode(&b, n, true)
+		}
+	}
+	if deletes := d.walk(walkDelete); len(deletes) > 0 {
+		fmt.Fprintf(&b, "\nDelete walk, once the apply walk is over: %s in parallel, each deleting in order\n", countNoun(len(deletes), "chain"))
+		for _, n := range deletes {
+			writeTextNode(&b, n, false)
+		}
+	}
+	for _, n := range d.walk(walkSkip) {
+		fmt.Fprintf(&b, "\nSkipped by the inclusion filters: %s\n", countNoun(len(n.Tasks), "manifest"))
+		writeTextNode(&b, n, false)
+	}
+	return b.String()
+}
+
+func writeTextNode(b *strings.Builder, n planNode, after bool) {
+	fmt.Fprintf(b, "  node %d: %s", n.ID, n.label)
+	if len(n.Tasks) > 0 {
+		fmt.Fprintf(b, " (%s)", counts(n.Tasks))
+	}
+	if after && len(n.After) > 0 {
+		fmt.Fprintf(b, ", after %s", strings.ReplaceAll(strings.Trim(fmt.Sprint(n.After), "[]"), " ", ", "))
+	}
+	b.WriteString("\n")
+	for _, t := range n.Tasks {
+		fmt.Fprintf(b, "    %-15s  %s (%s:%d)", t.Action, t.subject, t.File, t.Line)
+		if t.Reason != "" {
+			b.WriteString(": " + t.Reason)
+		}
+		b.WriteString("\n")
+	}
+}
+
+func (d planDoc) tasks() []planTask {
+	var all []planTask
+	for _, n := range d.Nodes {
+		all = append(all, n.Tasks...)
+	}
+	return all
+}
+
+// walk returns the nodes of one walk, in id order.
+func (d planDoc) walk(name string) []planNode {
+	var out []planNode
+	for _, n := range d.Nodes {
+		if n.walk == name {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// planSteps groups apply nodes by their longest distance from a root, the
+// earliest moment each can run.
+func planSteps(nodes []planNode) [][]planNode {
+	depth := make([]int, len(nodes))
+	// Apply node ids are their positions; a node's depth is settled once
+	// every In node's is, so len(nodes) rounds always reach the fixpoint.
+	for changed, round := true, 0; changed && round <= len(nodes); round++ {
+		changed = false
+		for i, n := range nodes {
+			for _, p := range n.After {
+				if depth[p]+1 > depth[i] {
+					depth[i], changed = depth[p]+1, true
+				}
+			}
+		}
+	}
+	var steps [][]planNode
+	for i, n := range nodes {
+		for len(steps) <= depth[i] {
+			steps = append(steps, nil)
+		}
+		steps[depth[i]] = append(steps[depth[i]], n)
+	}
+	return steps
+}
+
+// dot renders the plan in Graphviz DOT: a box per node with its action
+// counts, one cluster per walk, and a point that the apply walk's last
+// nodes lead to and every delete chain starts from.
+func (d planDoc) dot() string {
+	var b strings.Builder
+	all := d.tasks()
+	fmt.Fprintf(&b, "digraph plan {\n  label=\"%s\";\n  labelloc=t;\n  rankdir=TB;\n",
+		dotQuote(fmt.Sprintf("release %s, %s mode: %s", d.Release, d.Mode, counts(all))))
+	clusters := []struct{ walk, label string }{
+		{walkApply, "apply walk"},
+		{walkDelete, "delete walk, once the apply walk is over"},
+		{walkSkip, "skipped"},
+	}
+	for _, c := range clusters {
+		nodes := d.walk(c.walk)
+		if len(nodes) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "  subgraph cluster_%s {\n    label=\"%s\";\n", c.walk, dotQuote(c.label))
+		for _, n := range nodes {
+			if len(n.Tasks) == 0 {
+				fmt.Fprintf(&b, "    %d [ label=\"\" shape=\"point\" ];\n", n.ID)
+				continue
+			}
+			fmt.Fprintf(&b, "    %d [ label=\"%s\" shape=\"box\" ];\n", n.ID, dotQuote(n.label+"\n"+counts(n.Tasks)))
+		}
+		b.WriteString("  }\n")
+	}
+	for _, n := range d.walk(walkApply) {
+		for _, p := range n.After {
+			fmt.Fprintf(&b, "  %d -> %d;\n", p, n.ID)
+		}
+	}
+	if deletes := d.walk(walkDelete); len(deletes) > 0 && len(deletes[0].After) > 0 {
+		b.WriteString("  applied [ label=\"\" shape=\"point\" ];\n")
+		for _, p := range deletes[0].After {
+			fmt.Fprintf(&b, "  %d -> applied;\n", p)
+		}
+		for _, n := range deletes {
+			fmt.Fprintf(&b, "  applied -> %d;\n", n.ID)
+		}
+	}
+	b.WriteString("}\n")
+	return b.String()
+}
+
+// countNoun formats a count with its noun, plural unless the count is 1.
+func countNoun(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func dotQuote(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
+}

@@ -1,0 +1,499 @@
+package apply
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// PlanAction is what a pass would do to one manifest. The values are part of
+// the `payload-applier plan -o json` contract: never rename one.
+type PlanAction string
+
+const (
+	// PlanApply is the offline action of a create-or-update manifest:
+	// without a cluster, create and update cannot be told apart.
+	PlanApply PlanAction = "apply"
+	// PlanCreate: the object is missing, or its type is not served yet.
+	PlanCreate PlanAction = "create"
+	// PlanUpdate: the object exists and server-side apply would change it.
+	PlanUpdate PlanAction = "update"
+	// PlanUnchanged: the object holds what the manifest sets, or it is
+	// create-only and exists.
+	PlanUnchanged PlanAction = "unchanged"
+	// PlanDelete: a delete manifest whose object is deleted or terminating.
+	PlanDelete PlanAction = "delete"
+	// PlanAlreadyDeleted: a delete manifest whose object is gone.
+	PlanAlreadyDeleted PlanAction = "already-deleted"
+	// PlanSkip: nothing happens; Reason says why (an inclusion filter, a
+	// mode that issues no delete, a refused delete).
+	PlanSkip PlanAction = "skip"
+)
+
+const (
+	// planParallelism bounds concurrent reads and dry runs: a plan is a
+	// question asked on the side, so it should not load the apiserver.
+	planParallelism = 8
+	// maxListedFields caps the changed fields an update's reason names.
+	maxListedFields = 8
+)
+
+// PlanOptions tune a plan. Zero values take the defaults.
+type PlanOptions struct {
+	// Mode shapes the apply graph and decides whether deletes are issued,
+	// as in Sync. Default update. Reconcile uses attempt 0's permutation.
+	Mode graph.Mode
+	// Self names the applier's own objects, which are never deleted.
+	// PlanOffline uses it; Engine.Plan uses the engine's. Zero fields take
+	// DefaultSelf's values.
+	Self Self
+	// Parallelism bounds concurrent reads of Engine.Plan. Default 8.
+	Parallelism int
+}
+
+func (o *PlanOptions) setDefaults() {
+	o.Mode = cmp.Or(o.Mode, graph.ModeUpdate)
+	def := DefaultSelf()
+	o.Self.Namespace = cmp.Or(o.Self.Namespace, def.Namespace)
+	o.Self.Deployment = cmp.Or(o.Self.Deployment, def.Deployment)
+	o.Self.Ledger = cmp.Or(o.Self.Ledger, def.Ledger)
+	if o.Parallelism < 1 {
+		o.Parallelism = planParallelism
+	}
+}
+
+// PlannedAction is the plan for one manifest.
+type PlannedAction struct {
+	Manifest *payload.Manifest
+	Action   PlanAction
+	// Reason explains the action: a create-only note, the changed fields of
+	// an update, what holds a delete, why a manifest is skipped.
+	Reason string
+
+	// refused marks a delete the engine refuses, which holds back its chain.
+	refused bool
+}
+
+// Plan is what one pass over a release would do, without doing it: the two
+// graphs Sync would run and one action per manifest.
+type Plan struct {
+	Release string
+	Mode    graph.Mode
+	// Live is true when the actions were computed against a cluster.
+	Live bool
+	// Apply and Deletes are the graphs Sync would run, apply walk first;
+	// a task's Index points into Actions.
+	Apply, Deletes *graph.Graph
+	// Actions is index-aligned with the release's Manifests.
+	Actions []PlannedAction
+	// Skipped holds one PlanSkip per manifest that the inclusion filters
+	// dropped, index-aligned with the release's Skipped.
+	Skipped []PlannedAction
+}
+
+// newPlan builds the graphs and the skips; the caller fills in Actions.
+func newPlan(rel *payload.Release, opts PlanOptions) *Plan {
+	tasks := Tasks(rel)
+	p := &Plan{
+		Release: rel.Version,
+		Mode:    opts.Mode,
+		Apply:   graph.Build(tasks, graph.BuildOptions{Mode: opts.Mode}),
+		Deletes: graph.BuildDeletes(tasks),
+		Actions: make([]PlannedAction, len(rel.Manifests)),
+		Skipped: make([]PlannedAction, len(rel.Skipped)),
+	}
+	for i, m := range rel.Manifests {
+		p.Actions[i].Manifest = m
+	}
+	for i, s := range rel.Skipped {
+		p.Skipped[i] = PlannedAction{Manifest: s.Manifest, Action: PlanSkip, Reason: s.Filter + " filter: " + s.Reason}
+	}
+	return p
+}
+
+// PlanOffline plans rel without a cluster. A create-or-update manifest is
+// PlanApply. A delete manifest is PlanDelete in update mode and PlanSkip in
+// the others: install and reconcile passes start no delete, and whether an
+// earlier update claimed one is in the ledger, which only a cluster holds.
+// Deletes of the applier's own objects are PlanSkip, as the engine refuses
+// them.
+func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
+	opts.setDefaults()
+	p := newPlan(rel, opts)
+	guard := &Engine{protected: opts.Self.protectedSet()}
+	for i, m := range rel.Manifests {
+		a := &p.Actions[i]
+		switch {
+		case !m.Delete():
+			a.Action = PlanApply
+			if m.CreateOnly() {
+				a.Reason = "create-only: created when missing, never updated"
+			}
+		case opts.Mode != graph.ModeUpdate:
+			a.Action, a.Reason = PlanSkip, notDeletingReason(opts.Mode, false)
+		default:
+			a.Action = PlanDelete
+			if err := guard.checkDeletable(rel, m.ID()); err != nil {
+				a.Action, a.Reason, a.refused = PlanSkip, refusal(err), true
+			}
+		}
+	}
+	p.notePacing()
+	return p
+}
+
+// Plan computes, read-only, what Sync would do to rel in opts.Mode. It reads
+// the delete ledger and each object, and for an object the engine's no-op
+// test finds drifted, it asks the server for a dry run of the apply to name
+// the fields that would change. It never writes: the only non-GET requests
+// are those dry runs. An error means a read failed; no partial plan is
+// returned.
+//
+// Limits: a kind the cluster does not serve yet is PlanCreate, although an
+// object of it may exist under another version; a delete's pacing is noted
+// in the reason of the deletes it holds back, not simulated.
+func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOptions) (*Plan, error) {
+	opts.setDefaults()
+	if err := e.ledger.load(ctx); err != nil {
+		return nil, err
+	}
+	plan := newPlan(rel, opts)
+	plan.Live = true
+	ps := newPass(e, rel, SyncOptions{Mode: opts.Mode})
+
+	// One node per manifest and no edges: reading has no order, and a
+	// failed read must not hold back the others.
+	reads := &graph.Graph{}
+	for _, t := range Tasks(rel) {
+		reads.Nodes = append(reads.Nodes, &graph.Node{ID: len(reads.Nodes), Tasks: []*graph.Task{t}})
+	}
+	res := graph.Run(ctx, reads, graph.RunOptions{Parallelism: opts.Parallelism}, func(ctx context.Context, t *graph.Task) error {
+		m := rel.Manifests[t.Index]
+		planFn := ps.planApply
+		if t.Delete {
+			planFn = ps.planDelete
+		}
+		a, err := planFn(ctx, m)
+		if err != nil {
+			return taskError(m, "plan", err)
+		}
+		plan.Actions[t.Index] = a
+		return nil
+	})
+	if err := res.Err(); err != nil {
+		return nil, err
+	}
+	plan.notePacing()
+	return plan, nil
+}
+
+// planApply decides between create, update and unchanged with one read,
+// and dry-runs only what the engine's no-op test finds drifted.
+func (p *pass) planApply(ctx context.Context, m *payload.Manifest) (PlannedAction, error) {
+	a := PlannedAction{Manifest: m}
+	rc, err := p.resourceFor(m)
+	if meta.IsNoMatchError(err) {
+		a.Action, a.Reason = PlanCreate, typeMissingReason(p.rel, m)
+		return a, nil
+	}
+	if err != nil {
+		return a, err
+	}
+	live, err := p.get(ctx, m, rc)
+	if err != nil {
+		return a, err
+	}
+	switch {
+	case live == nil:
+		a.Action, a.Reason = PlanCreate, "not found"
+		if m.CreateOnly() {
+			a.Reason += "; create-only: never updated afterwards"
+		}
+		return a, nil
+	case m.CreateOnly():
+		a.Action, a.Reason = PlanUnchanged, "create-only"
+		return a, nil
+	}
+	want := p.e.withoutUndeclared(m, desiredObject(m))
+	if p.e.unchanged(m, want, live) {
+		a.Action = PlanUnchanged
+		return a, nil
+	}
+	a.Action, a.Reason, err = planUpdate(ctx, rc, want, live)
+	return a, err
+}
+
+// planUpdate dry-runs the apply and names the fields it would change.
+// When the server refuses the dry run (the object is invalid, or the user
+// may only read), the reason names the drifted fields the manifest sets.
+func planUpdate(ctx context.Context, rc resourceClient, want, live *unstructured.Unstructured) (PlanAction, string, error) {
+	next, err := dryRunApply(ctx, rc, want)
+	note := ""
+	if dropped := dropUndeclared(want, err); len(dropped) > 0 {
+		note = "; drops fields its schema does not declare: " + strings.Join(dropped, ", ")
+		next, err = dryRunApply(ctx, rc, want)
+	}
+	if err != nil {
+		switch ReasonFor(err) {
+		case ReasonClusterDown, ReasonClusterOverloaded, ReasonClusterError, ReasonUnauthorized:
+			return "", "", fmt.Errorf("dry run: %w", err)
+		}
+		return PlanUpdate, fmt.Sprintf("%s (from the manifest; the server-side dry run failed: %v)%s",
+			summarizeFields(driftedFields(live.Object, want.Object)), err, note), nil
+	}
+	if changed := changedFields(live.Object, next.Object); len(changed) > 0 {
+		return PlanUpdate, summarizeFields(changed) + note, nil
+	}
+	return PlanUnchanged, "differs only in form; the server keeps the object as it is" + note, nil
+}
+
+// dryRunApply sends the engine's server-side apply with dryRun=All: the
+// server runs admission and defaulting and persists nothing.
+func dryRunApply(ctx context.Context, rc resourceClient, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return rc.ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
+		FieldManager: FieldManager, Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}})
+}
+
+// planDelete runs the engine's delete transition on what the cluster and
+// the ledger show, and keeps only its verdict.
+func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedAction, error) {
+	live, _, err := p.lookupForDelete(ctx, m)
+	if err != nil {
+		return PlannedAction{Manifest: m}, err
+	}
+	var prev *DeleteRecord
+	if r, ok := p.e.ledger.get(m.ID()); ok {
+		prev = &r
+	}
+	in := deleteInput{Manifest: m, Release: p.rel.Version, Mode: p.opts.Mode, Record: prev, Live: live, Now: p.e.clock.Now()}
+	next, outcome := nextDelete(in)
+	a := deleteAction(in, next, outcome)
+	if a.Action == PlanDelete && outcome == outcomeIssue {
+		if err := p.e.checkDeletable(p.rel, m.ID()); err != nil {
+			a.Action, a.Reason, a.refused = PlanSkip, refusal(err), true
+		}
+	}
+	return a, nil
+}
+
+// deleteAction maps the delete transition from in to next to a planned
+// action.
+func deleteAction(in deleteInput, next DeleteRecord, outcome deleteOutcome) PlannedAction {
+	a := PlannedAction{Manifest: in.Manifest}
+	switch outcome {
+	case outcomeIssue:
+		a.Action, a.Reason = PlanDelete, "present, "+holders(finalizersOf(in.Live))
+		if in.Mode != graph.ModeUpdate && in.Record != nil {
+			a.Reason += fmt.Sprintf("; the update to %s asked for it (ledger)", in.Record.Release)
+		}
+	case outcomeOngoing:
+		a.Action = PlanDelete
+		a.Reason = fmt.Sprintf("already terminating since %s, %s", formatTime(next.DeletionTimestamp), holders(next.Finalizers))
+	case outcomeAbsent:
+		a.Action, a.Reason = PlanAlreadyDeleted, "not found"
+	case outcomeCompleted:
+		a.Action, a.Reason = PlanAlreadyDeleted, "gone; the ledger's delete in progress completes"
+	case outcomeDone:
+		a.Action, a.Reason = PlanAlreadyDeleted, "delete completed at "+formatTime(next.CompletedAt)
+	case outcomeReappeared:
+		a.Action = PlanSkip
+		a.Reason = fmt.Sprintf("reappeared after its delete completed at %s; not deleted again", formatTime(next.CompletedAt))
+	default: // outcomeNotDeleting
+		a.Action, a.Reason = PlanSkip, "present; "+notDeletingReason(in.Mode, true)
+	}
+	return a
+}
+
+// notDeletingReason explains why a mode other than update issues no delete.
+func notDeletingReason(mode graph.Mode, ledgerRead bool) string {
+	msg := "deletes are issued only in update mode"
+	if mode == graph.ModeReconcile {
+		msg += "; a reconcile pass only finishes the deletes an update claimed in the ledger"
+		if ledgerRead {
+			msg += ", and none claimed this one"
+		} else {
+			msg += ", which plan reads only from a cluster"
+		}
+	}
+	return msg
+}
+
+func holders(finalizers []string) string {
+	if len(finalizers) == 0 {
+		return "no finalizers"
+	}
+	return "finalizers " + strings.Join(finalizers, ", ")
+}
+
+func refusal(err error) string {
+	var te *TaskError
+	if errors.As(err, &te) {
+		return te.Message
+	}
+	return err.Error()
+}
+
+// notePacing tells, in each delete chain, which delete each one waits for:
+// the engine issues a delete only once the nearest one before it in the
+// chain is gone, and a refused delete holds back the rest of its chain.
+func (p *Plan) notePacing() {
+	for _, n := range p.Deletes.Nodes {
+		var blocker *PlannedAction
+		for _, t := range n.Tasks {
+			a := &p.Actions[t.Index]
+			if blocker != nil && a.Action == PlanDelete {
+				id := blocker.Manifest.ID().String()
+				if blocker.refused {
+					a.Reason = appendReason(a.Reason, "held back: the delete of "+id+" before it is refused")
+				} else {
+					a.Reason = appendReason(a.Reason, "issued once "+id+" is gone")
+				}
+			}
+			if (a.Action == PlanDelete || a.refused) && (blocker == nil || !blocker.refused) {
+				blocker = a
+			}
+		}
+	}
+}
+
+func appendReason(reason, more string) string {
+	return strings.TrimPrefix(reason+"; "+more, "; ")
+}
+
+// typeMissingReason explains a kind the cluster does not serve: a CRD
+// earlier in the payload usually brings it.
+func typeMissingReason(rel *payload.Release, m *payload.Manifest) string {
+	for _, c := range rel.Manifests {
+		if c.GVK.Group != "apiextensions.k8s.io" || c.GVK.Kind != "CustomResourceDefinition" || c.Delete() {
+			continue
+		}
+		group, _, _ := unstructured.NestedString(c.Obj.Object, "spec", "group")
+		kind, _, _ := unstructured.NestedString(c.Obj.Object, "spec", "names", "kind")
+		if group == m.GVK.Group && kind == m.GVK.Kind {
+			return fmt.Sprintf("type served by CustomResourceDefinition %s in this payload, not by the cluster yet", c.Obj.GetName())
+		}
+	}
+	return fmt.Sprintf("%s is not served by the cluster and no CustomResourceDefinition in this payload serves it: the apply would fail", m.GVK)
+}
+
+// changedFields lists the paths where next differs from live, but for what
+// every write changes: status, resourceVersion, generation, managedFields.
+func changedFields(live, next map[string]interface{}) []string {
+	var out []string
+	diffPaths(&out, "", withoutServerFields(live), withoutServerFields(next))
+	return out
+}
+
+func withoutServerFields(obj map[string]interface{}) map[string]interface{} {
+	out := maps.Clone(obj)
+	delete(out, "status")
+	if md, ok := obj["metadata"].(map[string]interface{}); ok {
+		md = maps.Clone(md)
+		delete(md, "managedFields")
+		delete(md, "resourceVersion")
+		delete(md, "generation")
+		out["metadata"] = md
+	}
+	return out
+}
+
+// diffPaths appends the paths at which a and b differ: the deepest map keys
+// and list items that do, or a whole list whose length changed.
+func diffPaths(out *[]string, path string, a, b interface{}) {
+	switch av := a.(type) {
+	case map[string]interface{}:
+		bv, ok := b.(map[string]interface{})
+		if !ok {
+			*out = append(*out, path)
+			return
+		}
+		union := maps.Clone(av)
+		maps.Copy(union, bv)
+		for _, k := range slices.Sorted(maps.Keys(union)) {
+			// A key on one side only compares a value with nil.
+			diffPaths(out, fieldPath(path, k), av[k], bv[k])
+		}
+	case []interface{}:
+		bv, ok := b.([]interface{})
+		if !ok || len(av) != len(bv) {
+			*out = append(*out, path)
+			return
+		}
+		for i := range av {
+			diffPaths(out, fmt.Sprintf("%s[%d]", path, i), av[i], bv[i])
+		}
+	default:
+		if !reflect.DeepEqual(a, b) {
+			*out = append(*out, path)
+		}
+	}
+}
+
+// driftedFields lists the paths the manifest sets that live does not hold,
+// by the engine's own comparison.
+func driftedFields(live, want map[string]interface{}) []string {
+	var out []string
+	var walk func(path string, l, w interface{})
+	walk = func(path string, l, w interface{}) {
+		wm, wok := w.(map[string]interface{})
+		lm, lok := l.(map[string]interface{})
+		if !wok || !lok {
+			if !contains(l, w) {
+				out = append(out, path)
+			}
+			return
+		}
+		for _, k := range slices.Sorted(maps.Keys(wm)) {
+			lv, ok := lm[k]
+			switch {
+			case !ok && !isEmpty(wm[k]):
+				out = append(out, fieldPath(path, k))
+			case ok:
+				walk(fieldPath(path, k), lv, wm[k])
+			}
+		}
+	}
+	walk("", live, want)
+	return out
+}
+
+var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// fieldPath joins a key to a path: spec.replicas, or
+// metadata.annotations["example.com/key"] for a key that is no identifier.
+func fieldPath(path, key string) string {
+	if !plainKey.MatchString(key) {
+		return fmt.Sprintf("%s[%q]", path, key)
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// summarizeFields joins paths for a reason, naming at most maxListedFields.
+func summarizeFields(paths []string) string {
+	if len(paths) <= maxListedFields {
+		return strings.Join(paths, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(paths[:maxListedFields], ", "), len(paths)-maxListedFields)
+}
