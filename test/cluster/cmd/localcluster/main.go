@@ -4,7 +4,7 @@
 //
 //	localcluster build           build the binaries into the cache, print the directory
 //	localcluster up              start a control plane, print how to use it, stop on Ctrl-C
-//	localcluster run [--once]    the demo entry point (for now the same as up)
+//	localcluster run [--keep]    the payload-applier demo that `make run` starts
 package main
 
 import (
@@ -29,7 +29,9 @@ kube-controller-manager built from test/cluster/tools with the Go toolchain.
 Commands:
   build    build the binaries into the cache (or reuse them) and print the directory
   up       start a control plane, print its kubeconfig, and run until SIGINT/SIGTERM
-  run      the demo entry point; for now the same as up (--once: start, print, stop)
+  run      the payload-applier demo: start a control plane and the operator, and
+           walk examples/payloads through install, a delete, a refused and an
+           accepted minor update (what "make run" does)
 
 Run "localcluster <command> --help" for a command's flags.
 `
@@ -54,9 +56,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "build":
 		err = build(ctx, rest, stdout, stderr)
 	case "up":
-		err = up(ctx, "up", rest, stdout, stderr)
+		err = up(ctx, rest, stdout, stderr)
 	case "run":
-		err = up(ctx, "run", rest, stdout, stderr)
+		err = demo(ctx, rest, stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "localcluster: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -68,6 +70,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintln(stderr, "localcluster: interrupted; everything it started is stopped")
+		return 130
 	default:
 		fmt.Fprintf(stderr, "localcluster: %v\n", err)
 		return 1
@@ -107,21 +112,13 @@ func build(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func up(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+func up(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	keep := fs.Bool("keep", false, "keep the data directory (logs, audit log, etcd data) after stopping")
 	timeout := fs.Duration("timeout", 90*time.Second, "how long each component may take to become ready")
-	once := false
-	if name == "run" {
-		fs.BoolVar(&once, "once", false, "start, print how to use the control plane, then stop (for tests)")
-	}
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: localcluster %s [flags]\n\nStarts a local control plane and prints its kubeconfig; SIGINT or SIGTERM stops it.\n", name)
-		if name == "run" {
-			fmt.Fprint(stderr, "This will become the payload-applier demo; for now it only runs the control plane.\n")
-		}
-		fmt.Fprint(stderr, "\nFlags:\n")
+		fmt.Fprint(stderr, "Usage: localcluster up [flags]\n\nStarts a local control plane and prints its kubeconfig; SIGINT or SIGTERM stops it.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
@@ -144,24 +141,19 @@ func up(ctx context.Context, name string, args []string, stdout, stderr io.Write
 	}()
 
 	fmt.Fprintln(stdout, c.Describe(time.Since(started)))
-	if name == "run" {
-		fmt.Fprintln(stdout, "localcluster: \"run\" will become the payload-applier demo; for now it runs the control plane only.")
-	}
 	fmt.Fprintf(stdout, `
 Use it from another shell (admin user, system:masters):
 
   export KUBECONFIG=%s
   go run ./cmd/payload-applier --help
   go run ./cmd/payload-applier lint ../shared/payloads/ocp-real
-  go run ./cmd/payload-applier apply <payload-dir>    # once apply exists
+  go run ./cmd/payload-applier apply --payload examples/payloads/1.0.0
+  go run ./cmd/payload-applier status
 
 Any client-go program honours KUBECONFIG. Logs: %s
 Audit log (one JSON event per line): %s
 `, c.Kubeconfig(), c.LogDir(), c.AuditLogPath())
 
-	if once {
-		return nil
-	}
 	fmt.Fprintln(stdout, "\nPress Ctrl-C to stop.")
 	<-ctx.Done()
 	return nil
