@@ -75,14 +75,17 @@ func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 		return waiting(id)
 	case outcomeCompleted:
 		p.e.note("DeleteCompleted", fmt.Sprintf("Delete of %s completed.", id))
+		p.e.transition(TransitionCompleted, next)
 		res.Action, res.Message = ActionDeleted, "delete completed"
 	case outcomeAbsent:
+		p.e.transition(TransitionAlreadyDeleted, next)
 		res.Action, res.Message = ActionAlreadyDeleted, "not found: already removed or never installed"
 	case outcomeDone:
 		res.Action, res.Message = ActionAlreadyDeleted, fmt.Sprintf("delete completed at %s", formatTime(next.CompletedAt))
 	case outcomeReappeared:
 		if prev == nil || prev.ReappearedAt == nil || !prev.ReappearedAt.Equal(next.ReappearedAt) {
 			p.e.warn("DeletedObjectReappeared", fmt.Sprintf("%s has reappeared after having been deleted at %s; it is not deleted again.", id, formatTime(next.CompletedAt)))
+			p.e.transition(TransitionReappeared, next)
 		}
 		res.Action, res.Message = ActionReappeared, fmt.Sprintf("reappeared after its delete completed at %s; not deleted again", formatTime(next.CompletedAt))
 	case outcomeNotDeleting:
@@ -136,6 +139,7 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 		return p.failDelete(ctx, t, m, rec, err)
 	default:
 		p.e.note("DeleteRequested", fmt.Sprintf("Delete requested for %s (%s).", id, m.Position()))
+		p.e.transition(TransitionRequested, rec)
 	}
 	rec.State = DeleteInProgress
 	obj, gone := p.awaitGone(ctx, rc, m.Obj.GetName(), uid)
@@ -146,6 +150,7 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 			return p.failDelete(ctx, t, m, rec, err)
 		}
 		p.e.note("DeleteCompleted", fmt.Sprintf("Delete of %s completed.", id))
+		p.e.transition(TransitionCompleted, rec)
 		res.Action, res.Message = ActionDeleted, "deleted"
 		p.record(ctx, t.Index, res)
 		return nil
@@ -196,6 +201,7 @@ func (p *pass) failDelete(ctx context.Context, t *graph.Task, m *payload.Manifes
 		te.Err = errors.Join(te.Err, perr)
 	}
 	p.e.warn(string(te.Reason), te.Error())
+	p.e.transition(TransitionFailed, rec)
 	res := p.results[t.Index]
 	res.Action, res.Err, res.Message = ActionFailed, te, te.Message
 	p.record(ctx, t.Index, res)

@@ -47,7 +47,21 @@ type Config struct {
 	EventObject runtime.Object
 	// Clock defaults to the real clock.
 	Clock clock.Clock
+	// OnDelete, when set, is told of every delete transition the ledger
+	// records, in passes and between them, for metrics. It must not block.
+	OnDelete func(DeleteTransition, DeleteRecord)
 }
+
+// DeleteTransition names a change the ledger records for a delete.
+type DeleteTransition string
+
+const (
+	TransitionRequested      DeleteTransition = "requested"
+	TransitionCompleted      DeleteTransition = "completed"
+	TransitionAlreadyDeleted DeleteTransition = "already_deleted"
+	TransitionFailed         DeleteTransition = "failed"
+	TransitionReappeared     DeleteTransition = "reappeared"
+)
 
 // Engine applies releases. It is safe for one Sync at a time; Deletes may be
 // called concurrently with a Sync.
@@ -59,6 +73,7 @@ type Engine struct {
 	recorder  record.EventRecorder
 	eventObj  runtime.Object
 	clock     clock.Clock
+	onDelete  func(DeleteTransition, DeleteRecord)
 
 	// applied remembers, per object, the manifest hash and the
 	// resourceVersion our last write produced, so a resync can skip the
@@ -117,6 +132,7 @@ func New(cfg Config) (*Engine, error) {
 		recorder:      cfg.Recorder,
 		eventObj:      cfg.EventObject,
 		clock:         cfg.Clock,
+		onDelete:      cfg.OnDelete,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
 		stuckReported: map[payload.ObjectID]bool{},
@@ -292,5 +308,12 @@ func (e *Engine) reportStuck(stuck []DeleteRecord) {
 		}
 		e.stuckReported[r.ID] = true
 		e.warn("DeleteStuck", fmt.Sprintf("Delete of %s has been pending since %s; %s", r.ID, formatTime(r.RequestedAt), ongoingMessage(r)))
+	}
+}
+
+// transition reports a delete transition to the OnDelete hook.
+func (e *Engine) transition(t DeleteTransition, rec DeleteRecord) {
+	if e.onDelete != nil {
+		e.onDelete(t, rec)
 	}
 }

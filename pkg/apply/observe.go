@@ -58,6 +58,7 @@ func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
 		now := metav1.NewTime(e.clock.Now())
 		rec.State, rec.CompletedAt, rec.Finalizers = DeleteCompleted, &now, nil
 		e.note("DeleteCompleted", "Delete of "+rec.ID.String()+" completed.")
+		e.transition(TransitionCompleted, rec)
 	}
 	return e.ledger.put(ctx, rec)
 }

@@ -49,7 +49,7 @@ func (o *Operator) Bootstrap(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Name: o.cfg.Name},
 			Spec:       configv1.ClusterVersionSpec{ClusterID: configv1.ClusterID(uuid.NewString())},
 		}
-		if _, err := cvs.Create(ctx, cv, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := cvs.Create(ctx, cv, metav1.CreateOptions{FieldValidation: "Ignore"}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create ClusterVersion %s: %w", o.cfg.Name, err)
 		}
 	} else if err != nil {

@@ -56,7 +56,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 		deletesTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "payload_applier_deletes_total",
-			Help: "Delete outcomes by result: requested, completed, already_deleted, failed, reappeared.",
+			Help: "Delete transitions by result: requested, completed, already_deleted, failed, reappeared.",
 		}, []string{"result"}),
 		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "payload_applier_sync_duration_seconds",
@@ -136,22 +136,4 @@ func (m *Metrics) observeDeletes(deletes apply.DeleteStatus, operators []configv
 		}
 		m.operatorUp.WithLabelValues(co.Name, version, reason).Set(up)
 	}
-}
-
-// countDelete counts one delete task's outcome.
-func (m *Metrics) countDelete(a apply.Action) {
-	result := ""
-	switch a {
-	case apply.ActionDeleteRequested:
-		result = "requested"
-	case apply.ActionDeleted:
-		result = "completed"
-	case apply.ActionFailed:
-		result = "failed"
-	case apply.ActionReappeared:
-		result = "reappeared"
-	default:
-		return
-	}
-	m.deletesTotal.WithLabelValues(result).Inc()
 }

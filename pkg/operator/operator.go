@@ -140,6 +140,7 @@ func New(cfg Config) (*Operator, error) {
 		Recorder:    o.recorder,
 		EventObject: o.cvRef,
 		Clock:       cfg.Clock,
+		OnDelete:    o.countDelete,
 	})
 	if err != nil {
 		return nil, err
@@ -234,3 +235,10 @@ func retryDelay(interval time.Duration, failures int) time.Duration {
 
 // Identity is the name this instance uses in leader election.
 func (o *Operator) Identity() string { return o.cfg.Identity }
+
+// countDelete feeds delete transitions to the metrics.
+func (o *Operator) countDelete(t apply.DeleteTransition, _ apply.DeleteRecord) {
+	if o.metrics != nil {
+		o.metrics.deletesTotal.WithLabelValues(string(t)).Inc()
+	}
+}

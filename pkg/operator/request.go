@@ -21,7 +21,7 @@ func (o *Operator) RequestRelease(ctx context.Context, version string, force boo
 			return nil
 		}
 		cv.Spec.DesiredUpdate = &configv1.Update{Version: version, Force: force}
-		_, err = cvs.Update(ctx, cv, metav1.UpdateOptions{})
+		_, err = cvs.Update(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
 		return err
 	})
 }

@@ -104,7 +104,6 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	if res.Complete() {
 		status.History = completeHistory(status.History, now)
 	}
-	o.reportDeletes(res)
 	o.setUpgradeable(ctx, cv, res.Deletes, out, now)
 	progressConditions(status, res, now)
 	status.ObservedGeneration = cv.Generation
@@ -190,25 +189,15 @@ func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersi
 	}
 }
 
-// reportDeletes counts the pass's delete outcomes.
-func (o *Operator) reportDeletes(res *apply.SyncResult) {
-	if o.metrics == nil {
-		return
-	}
-	for _, obj := range res.Objects {
-		if obj.Delete {
-			o.metrics.countDelete(obj.Action)
-		}
-	}
-}
-
 // writeStatus updates status only when it changed: a no-op resync writes nothing.
 func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.ClusterVersion) error {
 	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
 		return nil
 	}
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		_, err := o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{})
+		// The typed object serializes spec fields older CRDs lack; the
+		// status subresource ignores spec, so skip the warnings.
+		_, err := o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
 		if err == nil {
 			return nil
 		}
