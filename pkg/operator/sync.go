@@ -136,7 +136,12 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 		o.eventOnce(cv, corev1.EventTypeWarning, "PayloadRejected", fmt.Sprintf("Release %s is rejected: %v", out.Target, err))
 		return nil
 	}
+	accepted := configv1.ClusterOperatorStatusCondition{
+		Type: ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: ReasonPayloadLoaded,
+		Message: fmt.Sprintf("Payload loaded version=%q", rel.Version)}
 	if status.Desired.Version == out.Target && len(status.History) > 0 {
+		// Also clears a refusal of a target that was withdrawn since.
+		status.Conditions = setCondition(status.Conditions, accepted, now)
 		return rel
 	}
 	if currentVersion(status.History) != "" {
@@ -158,9 +163,7 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	}
 	status.Desired = configv1.Release{Version: rel.Version, Image: imageFor(rel), URL: configv1.URL(rel.URL), Channels: rel.Channels}
 	status.History = startHistory(status.History, status.Desired, now, out.AcceptedRisks)
-	status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
-		Type: ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: ReasonPayloadLoaded,
-		Message: fmt.Sprintf("Payload loaded version=%q", rel.Version)}, now)
+	status.Conditions = setCondition(status.Conditions, accepted, now)
 	o.recorder.Event(o.cvRef, corev1.EventTypeNormal, "UpdateAccepted", fmt.Sprintf("Accepted release %s", rel.Version))
 	return rel
 }

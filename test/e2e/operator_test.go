@@ -126,6 +126,15 @@ func TestOperatorUpdateStory(t *testing.T) {
 		t.Fatal("nothing of a refused release may be applied")
 	}
 
+	t.Log("withdrawing the refused target clears the refusal")
+	op.request(t, "1.0.1", false)
+	op.sync(t)
+	requireCondition(t, op.clusterVersion(t), "ReleaseAccepted", configv1.ConditionTrue, operator.ReasonPayloadLoaded)
+	op.request(t, "1.1.0", false)
+	if out = op.sync(t); out.Refused == nil {
+		t.Fatal("1.1.0 must still be refused")
+	}
+
 	t.Log("a z-stream update is allowed while the delete is pending")
 	op.request(t, "1.0.2", false)
 	out = op.sync(t)
