@@ -121,7 +121,9 @@ func (l *ledger) put(ctx context.Context, rec DeleteRecord) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if old, ok := l.records[rec.ID]; ok && reflect.DeepEqual(*old, rec) {
-		return nil
+		// Unchanged in memory, but an earlier save may have failed: saving
+		// is a no-op unless the store lags behind.
+		return l.saveLocked(ctx)
 	}
 	l.records[rec.ID] = &rec
 	return l.saveLocked(ctx)
