@@ -100,6 +100,8 @@ func TestUpgradeable(t *testing.T) {
 		{"a stuck delete gives ResourceDeletionFailed", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}, Stuck: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}},
 			nil, nil, configv1.ConditionFalse, ReasonDeletionFailed, []string{"stuck"}},
 		{"more than ten objects are counted", many, nil, nil, configv1.ConditionFalse, ReasonDeletionInProgress, []string{"and 2 more"}},
+		{"deletes paced behind an issued one are named apart", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("held", apply.DeleteInProgress, "", "f"), rec("next", apply.DeletePending, "")}},
+			nil, nil, configv1.ConditionFalse, ReasonDeletionInProgress, []string{"ConfigMap/ns/held (finalizers: f); waiting behind them: ConfigMap/ns/next"}},
 		{"a ClusterOperator with Upgradeable=False blocks", apply.DeleteStatus{}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
 			configv1.ConditionFalse, ReasonOperatorsNotUpgrade, []string{"etcd", "defragmenting"}},
 		{"unmanaged overrides block", apply.DeleteStatus{}, nil, []configv1.ComponentOverride{{Kind: "Deployment", Name: "x", Unmanaged: true}},

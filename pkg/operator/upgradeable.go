@@ -39,11 +39,24 @@ func upgradeableBlockers(deletes apply.DeleteStatus, operators []configv1.Cluste
 		})
 	}
 	if pending := without(deletes.InProgress, failed); len(pending) > 0 {
-		out = append(out, upgradeableBlocker{
-			Reason: ReasonDeletionInProgress,
-			Message: "Cluster minor or major version upgrades are not allowed while resource deletions are in progress: " +
-				describeRecords(pending, false),
-		})
+		var issued, paced []apply.DeleteRecord
+		for _, r := range pending {
+			if r.State == apply.DeletePending {
+				paced = append(paced, r)
+			} else {
+				issued = append(issued, r)
+			}
+		}
+		msg := "Cluster minor or major version upgrades are not allowed while resource deletions are in progress: "
+		switch {
+		case len(issued) == 0:
+			msg += describeRecords(paced, false)
+		case len(paced) == 0:
+			msg += describeRecords(issued, false)
+		default:
+			msg += describeRecords(issued, false) + "; waiting behind them: " + describeRecords(paced, false)
+		}
+		out = append(out, upgradeableBlocker{Reason: ReasonDeletionInProgress, Message: msg})
 	}
 	var notUpgradeable []string
 	for _, co := range operators {
