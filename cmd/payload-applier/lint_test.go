@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,16 +22,10 @@ func execute(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	root.SetErr(&errOut)
 	root.SetArgs(args)
 	err := root.Execute()
-	code = exitOK
 	if err != nil {
-		code = exitUsage
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
 		errOut.WriteString("error: " + err.Error() + "\n")
 	}
-	return out.String(), errOut.String(), code
+	return out.String(), errOut.String(), exitCode(err)
 }
 
 func payloadDir(name string) string { return filepath.Join(lintTestdata, name) }

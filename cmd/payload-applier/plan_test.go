@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -28,22 +27,7 @@ const (
 func planCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	t.Setenv("KUBECONFIG", "")
-	root := newRootCommand()
-	var out, errOut bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&errOut)
-	root.SetArgs(args)
-	err := root.Execute()
-	code = exitOK
-	if err != nil {
-		code = exitUsage
-		var ee *exitError
-		if errors.As(err, &ee) {
-			code = ee.code
-		}
-		errOut.WriteString("error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), code
+	return execute(t, args...)
 }
 
 func TestPlanGolden(t *testing.T) {

@@ -55,10 +55,17 @@ func run(args []string) int {
 	root := newRootCommand()
 	root.SetArgs(args)
 	err := root.Execute()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+	}
+	return exitCode(err)
+}
+
+// exitCode maps a command's error to the process exit code.
+func exitCode(err error) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintln(os.Stderr, "error:", err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

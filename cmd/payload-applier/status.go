@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
 type statusOptions struct {
@@ -75,7 +76,7 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitFailed, err)
 	}
-	doc := statusJSON{Current: current(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []apply.DeleteRecord{}}
+	doc := statusJSON{Current: precondition.LastCompletedVersion(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []apply.DeleteRecord{}}
 	for _, r := range records {
 		if !r.Done() || r.ReappearedAt != nil {
 			doc.Deletes = append(doc.Deletes, r)
@@ -88,15 +89,6 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 	}
 	writeStatusText(cmd.OutOrStdout(), doc, time.Now())
 	return nil
-}
-
-func current(history []configv1.UpdateHistory) string {
-	for _, h := range history {
-		if h.State == configv1.CompletedUpdate {
-			return h.Version
-		}
-	}
-	return ""
 }
 
 func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
 // Condition types the ClusterVersion carries beyond the operator ones.
@@ -93,7 +94,7 @@ func summarizeFailures(failures []*apply.TaskError) (reason, message string) {
 // progressConditions sets Available, Progressing and Failing from a pass.
 func progressConditions(status *configv1.ClusterVersionStatus, res *apply.SyncResult, now metav1.Time) {
 	version := status.Desired.Version
-	current := currentVersion(status.History)
+	current := precondition.LastCompletedVersion(status.History)
 	if current != "" {
 		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: configv1.OperatorAvailable, Status: configv1.ConditionTrue, Message: "Done applying " + current}, now)

@@ -75,13 +75,3 @@ func completeHistory(history []configv1.UpdateHistory, now metav1.Time) []config
 	history[0].CompletionTime = &t
 	return history
 }
-
-// currentVersion is the newest completed release, the one the cluster runs.
-func currentVersion(history []configv1.UpdateHistory) string {
-	for _, h := range history {
-		if h.State == configv1.CompletedUpdate {
-			return h.Version
-		}
-	}
-	return ""
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
 var t0 = metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -56,7 +57,7 @@ func TestHistory(t *testing.T) {
 		t.Fatalf("completion must mark the entry Completed with a time: %+v", h[0])
 	}
 	h = startHistory(h, configv1.Release{Version: "1.0.1"}, t0, "forced")
-	if len(h) != 2 || h[0].Version != "1.0.1" || h[0].AcceptedRisks != "forced" || currentVersion(h) != "1.0.0" {
+	if len(h) != 2 || h[0].Version != "1.0.1" || h[0].AcceptedRisks != "forced" || precondition.LastCompletedVersion(h) != "1.0.0" {
 		t.Fatalf("an update adds a newest entry with its risks: %+v", h)
 	}
 	h = startHistory(h, configv1.Release{Version: "1.0.2"}, t0, "")

@@ -144,7 +144,7 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 		status.Conditions = setCondition(status.Conditions, accepted, now)
 		return rel
 	}
-	if currentVersion(status.History) != "" {
+	if precondition.LastCompletedVersion(status.History) != "" {
 		force := cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
 		errs := precondition.DefaultList().RunAll(ctx, precondition.ReleaseContext{DesiredVersion: out.Target, ClusterVersion: cv})
 		blocking, summary := precondition.Summarize(errs, force)

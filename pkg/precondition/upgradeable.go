@@ -97,7 +97,7 @@ func updateInProgress(status configv1.ClusterVersionStatus, current semver.Versi
 	if progressing == nil || progressing.Status != configv1.ConditionTrue {
 		return "", ""
 	}
-	completed := lastCompletedVersion(status.History)
+	completed := LastCompletedVersion(status.History)
 	completedVersion, err := semver.Parse(completed)
 	if err != nil {
 		return "", ""

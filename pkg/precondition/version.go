@@ -110,9 +110,10 @@ func findCondition(conditions []configv1.ClusterOperatorStatusCondition, t confi
 	return nil
 }
 
-// lastCompletedVersion returns the version of the newest history entry that
-// completed, or "" when no update has completed yet. History is newest first.
-func lastCompletedVersion(history []configv1.UpdateHistory) string {
+// LastCompletedVersion returns the version of the newest history entry that
+// completed, the one the cluster runs, or "" when none has completed yet.
+// History is newest first.
+func LastCompletedVersion(history []configv1.UpdateHistory) string {
 	for _, h := range history {
 		if h.State == configv1.CompletedUpdate {
 			return h.Version
