@@ -263,8 +263,11 @@ func (p *pass) markUnrun() {
 	}
 }
 
-// trackOrphanedDeletes follows in-progress deletes that the current payload
-// no longer names. It only reads; it never issues a delete for them.
+// trackOrphanedDeletes follows the deletes the walk left open: in-progress
+// ones that the current payload no longer names, and pending ones (held
+// back by pacing, or failed) whose object is already gone, which must not
+// be reported as deletions in progress. It only reads; it never issues a
+// delete.
 func (p *pass) trackOrphanedDeletes(ctx context.Context) {
 	inPayload := map[payload.ObjectID]bool{}
 	for _, m := range p.rel.Manifests {
@@ -273,7 +276,8 @@ func (p *pass) trackOrphanedDeletes(ctx context.Context) {
 		}
 	}
 	for _, rec := range p.e.ledger.all() {
-		if rec.Done() || inPayload[rec.ID] || rec.State != DeleteInProgress {
+		inProgressOrphan := rec.State == DeleteInProgress && !inPayload[rec.ID]
+		if !inProgressOrphan && rec.State != DeletePending {
 			continue
 		}
 		_ = p.e.observeRecord(ctx, rec)

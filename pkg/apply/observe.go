@@ -27,7 +27,10 @@ func (e *Engine) RefreshDeletes(ctx context.Context) error {
 	return nil
 }
 
-// observeRecord re-reads an in-progress delete's object and updates its record.
+// observeRecord re-reads the object of an in-progress or pending delete and
+// updates its record. A pending delete whose object is gone is Absent, as
+// if the walk had looked; one whose object exists is left to the walk,
+// which alone issues deletes.
 func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
 	gk := schema.GroupKind{Group: rec.ID.Group, Kind: rec.ID.Kind}
 	mapping, err := e.mapper.m.RESTMapping(gk)
@@ -50,9 +53,17 @@ func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
 			return err
 		case rec.UID != "" && live.GetUID() != rec.UID:
 			gone = true
+		case rec.State == DeletePending:
+			return nil
 		default:
 			rec.DeletionTimestamp, rec.Finalizers = live.GetDeletionTimestamp(), finalizersOf(live)
 		}
+	}
+	if gone && rec.State == DeletePending {
+		now := metav1.NewTime(e.clock.Now())
+		rec.State, rec.CompletedAt, rec.Finalizers = DeleteAbsent, &now, nil
+		e.transition(TransitionAlreadyDeleted, rec)
+		return e.ledger.put(ctx, rec)
 	}
 	if gone {
 		now := metav1.NewTime(e.clock.Now())
