@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,6 +70,9 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 		return ActionSkipped, nil
 	case p.e.unchanged(m, want, live):
 		action = ActionUnchanged
+	case p.opts.Mode == graph.ModeReconcile && p.e.applyChangesNothing(ctx, rc, want, live):
+		// The server drops or normalizes something the manifest sets.
+		action = ActionUnchanged
 	default:
 		action = ActionConfigured
 		live, err = p.e.write(ctx, m, rc, want, false)
@@ -97,6 +101,46 @@ func (e *Engine) write(ctx context.Context, m *payload.Manifest, rc resourceClie
 		}
 	}
 	return live, err
+}
+
+// applyChangesNothing asks the server, with a dry run, whether applying want
+// would change live. The comparison cannot know every normalization: a CRD
+// schema in ocp-real sets a keyword that the server drops, and comparing
+// would call it drift, and rewrite it, on every resync. Only reconcile
+// passes ask: there a difference is rarely a real drift, whereas an update
+// expects to write what changed. The dry run costs one request, only when
+// the comparison already found a difference; a real drift then costs two.
+// When the dry run fails, the write path decides.
+func (e *Engine) applyChangesNothing(ctx context.Context, rc resourceClient, want, live *unstructured.Unstructured) bool {
+	data, err := want.MarshalJSON()
+	if err != nil {
+		return false
+	}
+	dry, err := rc.ri.Patch(ctx, want.GetName(), types.ApplyPatchType, data,
+		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return false
+	}
+	return equality.Semantic.DeepEqual(withoutManagedFields(live), withoutManagedFields(dry))
+}
+
+// withoutManagedFields is obj's content without the field ownership, which a
+// dry run reports as if the apply had taken it.
+func withoutManagedFields(obj *unstructured.Unstructured) map[string]interface{} {
+	out := make(map[string]interface{}, len(obj.Object))
+	for k, v := range obj.Object {
+		out[k] = v
+	}
+	if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
+		m := make(map[string]interface{}, len(md))
+		for k, v := range md {
+			if k != "managedFields" {
+				m[k] = v
+			}
+		}
+		out["metadata"] = m
+	}
+	return out
 }
 
 // withoutUndeclared removes the fields an earlier apply found undeclared, so

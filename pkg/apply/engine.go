@@ -226,7 +226,9 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	// Applies first, then deletes, whatever the applies did: replacements
 	// exist before old objects go, and no failing apply holds back cleanup.
+	p.prefetchSnapshots(ctx)
 	applyRes := graph.Run(ctx, applyGraph, graph.RunOptions{Parallelism: parallelism}, p.applyTask)
+	p.waitPrefetch()
 	deleteRes := graph.Run(ctx, deleteGraph, graph.RunOptions{Parallelism: deleteParallelism}, p.deleteTask)
 	p.markUnrun()
 	p.trackOrphanedDeletes(ctx)

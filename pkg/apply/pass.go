@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -20,6 +21,10 @@ import (
 // listThreshold is how many manifests of one resource in one namespace make a
 // LIST cheaper than a GET each.
 const listThreshold = 4
+
+// prefetchParallelism bounds the LISTs a pass takes at once when it
+// prefetches its snapshots.
+const prefetchParallelism = 8
 
 // pass is the state of one Sync.
 type pass struct {
@@ -35,9 +40,14 @@ type pass struct {
 
 	// snapshots caches one LIST per (resource, namespace) that many
 	// manifests share, so a resync reads far less than once per manifest.
-	groupSize   map[listKey]int
+	groupSize map[listKey]int
+	// readers counts, per group and name, the apply manifests that read
+	// that name, so that a snapshot keeps only the objects the payload
+	// names, and drops each once its last reader has it.
+	readers     map[listKey]map[string]int
 	snapshotsMu sync.Mutex
 	snapshots   map[listKey]*snapshot
+	prefetching sync.WaitGroup
 }
 
 type listKey struct {
@@ -46,9 +56,31 @@ type listKey struct {
 }
 
 type snapshot struct {
-	once  sync.Once
+	once sync.Once
+	err  error
+
+	mu    sync.Mutex
 	items map[string]*unstructured.Unstructured
-	err   error
+	// unread counts the readers of each name still to come.
+	unread map[string]int
+}
+
+// take returns the live object for name, or nil when the LIST did not hold
+// it, and forgets it once every manifest naming it has read it: a pass over
+// a large payload then holds only the objects still to be compared.
+func (s *snapshot) take(name string) *unstructured.Unstructured {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	obj := s.items[name]
+	if n, ok := s.unread[name]; ok {
+		if n <= 1 {
+			delete(s.items, name)
+			delete(s.unread, name)
+		} else {
+			s.unread[name] = n - 1
+		}
+	}
+	return obj
 }
 
 func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
@@ -58,14 +90,21 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		opts:      opts,
 		results:   make([]ObjectResult, len(rel.Manifests)),
 		groupSize: map[listKey]int{},
+		readers:   map[listKey]map[string]int{},
 		snapshots: map[listKey]*snapshot{},
 	}
 	for i, m := range rel.Manifests {
 		p.results[i] = ObjectResult{ID: m.ID(), File: m.Position(), Delete: m.Delete(), Action: ActionNotRun}
-		if !m.Delete() {
-			p.total++
+		key := listKey{gvk: m.GVK, namespace: m.Obj.GetNamespace()}
+		p.groupSize[key]++
+		if m.Delete() {
+			continue
 		}
-		p.groupSize[listKey{gvk: m.GVK, namespace: m.Obj.GetNamespace()}]++
+		p.total++
+		if p.readers[key] == nil {
+			p.readers[key] = map[string]int{}
+		}
+		p.readers[key][m.Obj.GetName()]++
 	}
 	return p
 }
@@ -116,7 +155,7 @@ func (p *pass) get(ctx context.Context, m *payload.Manifest, rc resourceClient) 
 	key := listKey{gvk: m.GVK, namespace: rc.namespace}
 	if p.groupSize[key] >= listThreshold {
 		if snap := p.snapshot(ctx, rc, key); snap.err == nil {
-			return snap.items[name], nil
+			return snap.take(name), nil
 		}
 	}
 	obj, err := rc.ri.Get(ctx, name, metav1.GetOptions{})
@@ -136,6 +175,10 @@ func (p *pass) snapshot(ctx context.Context, rc resourceClient, key listKey) *sn
 	p.snapshotsMu.Unlock()
 	s.once.Do(func() {
 		s.items = map[string]*unstructured.Unstructured{}
+		s.unread = map[string]int{}
+		for name, n := range p.readers[key] {
+			s.unread[name] = n
+		}
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			list, err := rc.ri.List(ctx, opts)
@@ -143,8 +186,14 @@ func (p *pass) snapshot(ctx context.Context, rc resourceClient, key listKey) *sn
 				s.err = err
 				return
 			}
+			// Keep only what the payload names, each item on its own so
+			// that the page can be freed as the items are taken.
 			for i := range list.Items {
-				s.items[list.Items[i].GetName()] = &list.Items[i]
+				name := list.Items[i].GetName()
+				if _, ok := s.unread[name]; ok {
+					item := list.Items[i]
+					s.items[name] = &item
+				}
 			}
 			if list.GetContinue() == "" {
 				return
@@ -154,6 +203,59 @@ func (p *pass) snapshot(ctx context.Context, rc resourceClient, key listKey) *sn
 	})
 	return s
 }
+
+// prefetchSnapshots starts the LIST of every shared group at once, a few at
+// a time, instead of one after another as each group's first task comes
+// to it: reconcile runs two workers, so a resync of many namespaces would
+// otherwise wait for its LISTs in turn. Only the flattened modes prefetch:
+// all their nodes start together, so no snapshot is older than a lazy one
+// would be, whereas an update reaches later run levels minutes after the
+// pass began. Kinds that do not resolve yet are left to their tasks, so the
+// prefetch never refreshes discovery. waitPrefetch waits for it to end.
+func (p *pass) prefetchSnapshots(ctx context.Context) {
+	if p.opts.Mode == graph.ModeUpdate {
+		return
+	}
+	sem := make(chan struct{}, prefetchParallelism)
+	started := map[listKey]bool{}
+	for _, m := range p.rel.Manifests {
+		if m.Delete() {
+			continue
+		}
+		mapping, err := p.e.mapper.m.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+		if err != nil {
+			continue
+		}
+		rc := resourceClient{gvr: mapping.Resource}
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			rc.namespace = m.Obj.GetNamespace()
+			if rc.namespace == "" {
+				continue
+			}
+			rc.ri = p.e.dynamic.Resource(mapping.Resource).Namespace(rc.namespace)
+		} else {
+			rc.ri = p.e.dynamic.Resource(mapping.Resource)
+		}
+		key := listKey{gvk: m.GVK, namespace: rc.namespace}
+		if started[key] || p.groupSize[key] < listThreshold {
+			continue
+		}
+		started[key] = true
+		p.prefetching.Add(1)
+		go func() {
+			defer p.prefetching.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			p.snapshot(ctx, rc, key)
+		}()
+	}
+}
+
+func (p *pass) waitPrefetch() { p.prefetching.Wait() }
 
 // retry runs fn with the pass's backoff while it fails with a retryable error.
 func (p *pass) retry(ctx context.Context, fn func() error) error {
