@@ -43,5 +43,12 @@ run: build cluster-tools
 bench: build cluster-tools
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
+# The full reliability harness (test/chaos, docs/testing.md): 50 operator
+# SIGKILLs, 200 random release pairs and 5 kube-apiserver restarts, where
+# `make test` runs 10, 20 and 2. Set SOAK_TIMEOUT on a slow machine.
+soak: cluster-tools
+	@mkdir -p $(BIN_DIR)
+	$(GO) test -timeout $(or $(SOAK_TIMEOUT),120m) -v -count=1 ./test/chaos/ -args -chaos.crashes=50 -chaos.pairs=200 -chaos.restarts=5 2>&1 | tee $(BIN_DIR)/soak.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; exit $${PIPESTATUS[0]}
+
 clean:
 	rm -rf $(BIN_DIR)
