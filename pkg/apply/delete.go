@@ -65,6 +65,13 @@ func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 	if outcome == outcomeIssue {
 		return p.issueDelete(ctx, t, m, rc, live, next)
 	}
+	// A mode that starts no delete records nothing about an object it
+	// leaves alone; a record would read as a delete in progress.
+	if outcome == outcomeNotDeleting && prev == nil {
+		res.Action, res.Message = ActionNotDeleted, fmt.Sprintf("present; a %s pass starts no delete", p.opts.Mode)
+		p.record(ctx, t.Index, res)
+		return nil
+	}
 	if err := p.e.ledger.put(ctx, next); err != nil {
 		return p.failDelete(ctx, t, m, next, err)
 	}
@@ -281,5 +288,25 @@ func (p *pass) trackOrphanedDeletes(ctx context.Context) {
 			continue
 		}
 		_ = p.e.observeRecord(ctx, rec)
+		if rec.State == DeletePending && !inPayload[rec.ID] {
+			p.abandon(ctx, rec)
+		}
 	}
+}
+
+// abandon gives up a delete that pacing held back when the release now
+// applied no longer asks for it. Nothing may delete an object the applied
+// payload does not mark, so the object stays, like any object a release
+// drops; the record says so instead of blocking minor updates forever.
+func (p *pass) abandon(ctx context.Context, rec DeleteRecord) {
+	latest, ok := p.e.ledger.get(rec.ID)
+	if !ok || latest.State != DeletePending {
+		return // observeRecord found it gone
+	}
+	latest.State = DeleteAbandoned
+	if err := p.e.ledger.put(ctx, latest); err != nil {
+		return
+	}
+	p.e.warn("DeleteAbandoned", fmt.Sprintf("Release %s asked to delete %s (%s), but the delete was still waiting and release %s no longer asks for it; the object is left in place.",
+		latest.Release, latest.ID, latest.File, p.rel.Version))
 }

@@ -55,7 +55,7 @@ func nextDelete(in deleteInput) (DeleteRecord, deleteOutcome) {
 
 	if in.Live == nil {
 		switch {
-		case in.Record == nil || rec.State == DeletePending:
+		case in.Record == nil || rec.State == DeletePending || rec.State == DeleteAbandoned:
 			rec.State = DeleteAbsent
 			rec.CompletedAt = &now
 			return rec, outcomeAbsent
@@ -82,6 +82,11 @@ func nextDelete(in deleteInput) (DeleteRecord, deleteOutcome) {
 			}
 			return rec, outcomeReappeared
 		}
+	}
+
+	if rec.State == DeleteAbandoned && in.Mode == graph.ModeUpdate {
+		// A release asks again for a delete an earlier one gave up.
+		rec = DeleteRecord{ID: rec.ID, File: in.Manifest.Position(), Release: in.Release}
 	}
 
 	if rec.State == DeleteInProgress && rec.UID != "" && rec.UID != live.GetUID() {

@@ -68,6 +68,9 @@ func TestNextDelete(t *testing.T) {
 		{"an object back after completion is reported in reconcile", graph.ModeReconcile, rec(DeleteCompleted, "2", "u1"), liveObject("u2", false), outcomeReappeared, DeleteCompleted},
 		{"an object back within the same release's update is reported", graph.ModeUpdate, rec(DeleteCompleted, "2", "u1"), liveObject("u2", false), outcomeReappeared, DeleteCompleted},
 		{"a new update that still deletes the object asks anew", graph.ModeUpdate, rec(DeleteCompleted, "1", "u1"), liveObject("u2", false), outcomeIssue, DeletePending},
+		{"an abandoned delete asked for again is issued by an update", graph.ModeUpdate, rec(DeleteAbandoned, "1", ""), liveObject("u1", false), outcomeIssue, DeletePending},
+		{"an abandoned delete is not issued by a reconcile", graph.ModeReconcile, rec(DeleteAbandoned, "1", ""), liveObject("u1", false), outcomeNotDeleting, DeleteAbandoned},
+		{"an abandoned delete whose object is gone is absent", graph.ModeReconcile, rec(DeleteAbandoned, "1", ""), nil, outcomeAbsent, DeleteAbsent},
 		{"a replaced object while in progress means the delete completed", graph.ModeReconcile, rec(DeleteInProgress, "2", "u1"), liveObject("u2", false), outcomeReappeared, DeleteCompleted},
 	}
 	for _, tt := range tests {

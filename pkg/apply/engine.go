@@ -253,7 +253,7 @@ func summarizeDeletes(recs []DeleteRecord, now time.Time, stuckAfter time.Durati
 		if r.ReappearedAt != nil && r.Done() {
 			s.Reappeared = append(s.Reappeared, r)
 		}
-		if r.Done() {
+		if r.Done() || r.State == DeleteAbandoned {
 			continue
 		}
 		if r.LastError != "" {

@@ -32,6 +32,9 @@ const (
 	// DeleteAbsent: the object was NotFound at first look: already removed or
 	// never installed.
 	DeleteAbsent DeleteState = "Absent"
+	// DeleteAbandoned: pacing held the delete back and a later release
+	// dropped its delete manifest, so it is never issued.
+	DeleteAbandoned DeleteState = "Abandoned"
 )
 
 // DeleteRecord is the ledger's memory of one delete manifest's object.
@@ -39,7 +42,9 @@ const (
 // Transitions: (none) → Pending when an update walks the manifest;
 // Pending → InProgress when the DELETE is issued or the object is already
 // terminating; InProgress → Completed once NotFound; (none)/Pending → Absent
-// when NotFound at first look. Completed and Absent are final for a release:
+// when NotFound at first look; Pending → Abandoned when a pass applies a
+// release that no longer carries the delete manifest (a release that carries
+// it again starts anew). Completed and Absent are final for a release:
 // an object that shows up again sets ReappearedAt and is reported, not
 // deleted again, until an update to another release asks anew.
 type DeleteRecord struct {

@@ -293,3 +293,64 @@ func TestReappearedObjectIsReportedNotDeletedAgain(t *testing.T) {
 		t.Error("the reappeared object must stay")
 	}
 }
+
+func TestPacedDeleteDroppedByALaterReleaseIsAbandoned(t *testing.T) {
+	c := newClients(t)
+	ns := testCluster.CreateNamespace(t)
+	e := newEngine(t, c, ns)
+	v1 := map[string]string{
+		"0000_50_demo_01_first.yaml": configMap(ns, "first", "x"),
+		"0000_50_demo_02_held.yaml":  heldConfigMap(ns, "held"),
+	}
+	requireComplete(t, sync(t, e, load(t, writePayload(t, "1.0.0", v1)), graph.ModeInstall))
+	v2 := map[string]string{
+		"0000_50_demo_01_first.yaml": withDelete(configMap(ns, "first", "x")),
+		"0000_50_demo_02_held.yaml":  withDelete(heldConfigMap(ns, "held")),
+	}
+	res := sync(t, e, load(t, writePayload(t, "1.0.1", v2)), graph.ModeUpdate)
+	if actions(res)["ConfigMap/"+ns+"/first"] != apply.ActionDeleteWaiting {
+		t.Fatalf("first must wait behind held: %v", actions(res))
+	}
+	// 1.0.2 drops both delete manifests: the issued delete is still tracked,
+	// the waiting one is given up, and nothing deletes first.
+	mark := auditMark(t)
+	res = sync(t, e, load(t, writePayload(t, "1.0.2", map[string]string{"0000_60_other_00_x.yaml": configMap(ns, "x", "x")})), graph.ModeUpdate)
+	requireComplete(t, res)
+	if len(res.Deletes.InProgress) != 1 || res.Deletes.InProgress[0].ID.Name != "held" {
+		t.Fatalf("only the issued delete may stay in progress: %+v", res.Deletes.InProgress)
+	}
+	if d := adminDeletes(t, mark); len(d) != 0 {
+		t.Fatalf("a release without the delete manifest deleted %v", d)
+	}
+	if c.get(t, configMapGVK, ns, "first") == nil {
+		t.Fatal("the abandoned object must stay")
+	}
+	c.removeFinalizers(t, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, ns, "held")
+	c.waitGone(t, configMapGVK, ns, "held")
+	if err := e.RefreshDeletes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := e.Deletes(context.Background(), 0); st.Blocking() {
+		t.Fatalf("nothing may block once the issued delete completed: %+v", st)
+	}
+}
+
+func TestNonUpdatePassesRecordNothingForObjectsTheyLeave(t *testing.T) {
+	c := newClients(t)
+	ns := testCluster.CreateNamespace(t)
+	e := newEngine(t, c, ns)
+	existing := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: ns}}
+	if _, err := c.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), existing, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rel := load(t, writePayload(t, "1.0.0", map[string]string{"0000_50_demo_01_old.yaml": withDelete(configMap(ns, "old", "x"))}))
+	for _, mode := range []graph.Mode{graph.ModeInstall, graph.ModeReconcile} {
+		res := sync(t, e, rel, mode)
+		if a := actions(res)["ConfigMap/"+ns+"/old"]; a != apply.ActionNotDeleted {
+			t.Errorf("%s: old was %s, want not-deleted", mode, a)
+		}
+		if res.Deletes.Blocking() {
+			t.Errorf("%s: an object left alone must not count as a delete in progress: %+v", mode, res.Deletes)
+		}
+	}
+}
