@@ -148,7 +148,10 @@ type SyncOptions struct {
 	// (update 16, reconcile 2, install one worker per node).
 	Parallelism int
 	// Backoff retries a failing task. Default: update and reconcile
-	// {10s, ×1.3, 3 steps, cap 15s}; install {1s, ×2, 4 steps, cap 15s}.
+	// {10s, ×1.3, 3 steps, cap 15s}; install {500ms, ×1.5, 8 steps}: an
+	// install runs every component at once, so a manifest often waits a
+	// moment for a namespace or CRD that another component creates, and
+	// 16s of patience, retried early, spares a second pass.
 	Backoff *wait.Backoff
 	// DeleteSettle is how long a just-issued delete is watched for the
 	// object to vanish before the next delete in its chain waits for a later
@@ -171,7 +174,7 @@ func (o *SyncOptions) setDefaults() {
 	if o.Backoff == nil {
 		b := wait.Backoff{Duration: 10 * time.Second, Factor: 1.3, Steps: 3, Cap: 15 * time.Second}
 		if o.Mode == graph.ModeInstall {
-			b = wait.Backoff{Duration: time.Second, Factor: 2, Steps: 4, Cap: 15 * time.Second}
+			b = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Steps: 8}
 		}
 		o.Backoff = &b
 	}
