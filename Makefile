@@ -42,6 +42,12 @@ run: build cluster-tools
 
 bench: build cluster-tools
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+	$(GO) run ./test/bench
+
+# One run of each tool at 1000 manifests, for a quick look; writes no docs.
+.PHONY: bench-quick
+bench-quick: build cluster-tools
+	$(GO) run ./test/bench -quick
 
 # The full reliability harness (test/chaos, docs/testing.md): 50 operator
 # SIGKILLs, 200 random release pairs and 5 kube-apiserver restarts, where

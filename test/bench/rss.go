@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+var (
+	clusterVersions  = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
+	clusterOperators = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusteroperators"}
+)
+
+// operatorRSS runs `payload-applier start` against the control plane with a
+// release store holding the real payload, requests it through the
+// ClusterVersion, plays the part of the operators (each ClusterOperator is
+// reported Available at its payload versions), and waits until the
+// operator has completed the install and run one reconcile pass. The peak
+// is the process's VmHWM.
+func (b *bench) operatorRSS(ctx context.Context, cli string) error {
+	rel, err := loadReal(b.o.realDir)
+	if err != nil {
+		return err
+	}
+	w := releaseWorkload("real", rel)
+	if err := b.e.createNamespaces(ctx, w.namespaces); err != nil {
+		return err
+	}
+	store := filepath.Join(b.work, "store")
+	if err := os.MkdirAll(store, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(rel.Dir, filepath.Join(store, rel.Version)); err != nil && !os.IsExist(err) {
+		return err
+	}
+	versions := operatorVersions(rel)
+	kc, err := b.e.kubeconfig("bench-payload-applier")
+	if err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(b.work, "operator.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	listen := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.Command(cli, "start", "--payloads", store, "--kubeconfig", kc, "--listen", listen,
+		"--leader-elect=false", "--resync-interval=10s", "--namespace", ledgerNamespace)
+	cmd.Env = append(os.Environ(), b.o.operatorEnv...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	logf("operator started (pid %d); requesting %s", cmd.Process.Pid, rel.Version)
+
+	var peak, rss int64
+	sampleMem := func() {
+		hwm, cur, err := procMemory(cmd.Process.Pid)
+		if err == nil {
+			peak, rss = max(peak, hwm), cur
+		}
+	}
+	cv := b.e.dynamic.Resource(clusterVersions)
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		sampleMem()
+		_, err := cv.Get(ctx, "version", metav1.GetOptions{})
+		return err == nil, nil
+	}); err != nil {
+		return fmt.Errorf("the operator did not create ClusterVersion version (log %s): %w", logPath, err)
+	}
+	patch := fmt.Sprintf(`{"spec":{"desiredUpdate":{"version":%q}}}`, rel.Version)
+	if _, err := cv.Patch(ctx, "version", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	metricsURL := "http://" + listen + "/metrics"
+	var installDone time.Duration
+	debug := os.Getenv("BENCH_DEBUG") != ""
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 8*time.Minute, true, func(ctx context.Context) (bool, error) {
+		sampleMem()
+		b.reportOperatorsAvailable(ctx, versions)
+		counts := syncCounts(metricsURL)
+		if debug {
+			logf("  operator +%4.0fs rss %6.1f MiB peak %6.1f MiB syncs %v heap %s", time.Since(start).Seconds(), float64(rss)/1024, float64(peak)/1024, counts, heapMetrics(metricsURL))
+		}
+		if installDone == 0 && completed(ctx, b, rel.Version) {
+			installDone = time.Since(start)
+		}
+		return installDone > 0 && counts["reconcile"] >= 1, nil
+	})
+	sampleMem()
+	if err != nil {
+		return fmt.Errorf("the operator did not complete the install and reconcile (log %s): %w", logPath, err)
+	}
+	b.res.RSS = &rssInfo{
+		PeakMiB:    float64(peak) / 1024,
+		FinalMiB:   float64(rss) / 1024,
+		InstallSec: installDone.Seconds(),
+		TotalSec:   time.Since(start).Seconds(),
+		Manifests:  len(rel.Manifests),
+	}
+	logf("operator peak RSS %.1f MiB (now %.1f MiB); install completed after %s", b.res.RSS.PeakMiB, b.res.RSS.FinalMiB, installDone.Round(time.Second))
+	return nil
+}
+
+// operatorVersions maps each ClusterOperator of rel to the status.versions
+// its manifest asks for.
+func operatorVersions(rel *payload.Release) map[string][]interface{} {
+	versions := map[string][]interface{}{}
+	for _, m := range rel.Manifests {
+		if m.GVK.Kind == "ClusterOperator" && m.GVK.Group == "config.openshift.io" {
+			v, _, _ := unstructured.NestedSlice(m.Obj.Object, "status", "versions")
+			versions[m.Obj.GetName()] = v
+		}
+	}
+	return versions
+}
+
+// playOperators reports the payload's ClusterOperators Available every
+// 250ms until the returned function is called.
+func (b *bench) playOperators(ctx context.Context, rel *payload.Release) func() {
+	versions := operatorVersions(rel)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			b.reportOperatorsAvailable(ctx, versions)
+			return false, nil
+		})
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// reportOperatorsAvailable marks every ClusterOperator of the payload
+// Available, not Degraded, at its payload versions, as its operator would.
+func (b *bench) reportOperatorsAvailable(ctx context.Context, versions map[string][]interface{}) {
+	cos := b.e.dynamic.Resource(clusterOperators)
+	list, err := cos.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	for i := range list.Items {
+		co := &list.Items[i]
+		want, ok := versions[co.GetName()]
+		if !ok {
+			continue
+		}
+		conds, _, _ := unstructured.NestedSlice(co.Object, "status", "conditions")
+		if len(conds) > 0 {
+			continue
+		}
+		cond := func(t, s string) interface{} {
+			return map[string]interface{}{"type": t, "status": s, "lastTransitionTime": now, "reason": "AsExpected"}
+		}
+		_ = unstructured.SetNestedSlice(co.Object, []interface{}{cond("Available", "True"), cond("Degraded", "False"), cond("Progressing", "False")}, "status", "conditions")
+		if len(want) > 0 {
+			_ = unstructured.SetNestedSlice(co.Object, want, "status", "versions")
+		}
+		if _, err := cos.UpdateStatus(ctx, co, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+			logf("report ClusterOperator %s available: %v", co.GetName(), err)
+		}
+	}
+}
+
+// completed reports whether the ClusterVersion's newest history entry is
+// version, Completed.
+func completed(ctx context.Context, b *bench, version string) bool {
+	cv, err := b.e.dynamic.Resource(clusterVersions).Get(ctx, "version", metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	hist, _, _ := unstructured.NestedSlice(cv.Object, "status", "history")
+	if len(hist) == 0 {
+		return false
+	}
+	h, _ := hist[0].(map[string]interface{})
+	return h["version"] == version && h["state"] == "Completed"
+}
+
+// syncCounts reads payload_applier_sync_duration_seconds_count by mode.
+func syncCounts(url string) map[string]int {
+	out := map[string]int{}
+	resp, err := http.Get(url)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	const prefix = `payload_applier_sync_duration_seconds_count{mode="`
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		rest := strings.TrimPrefix(line, prefix)
+		mode, val, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseFloat(val, 64)
+		out[mode] = int(n)
+	}
+	return out
+}
+
+// heapMetrics reads the Go heap figures the operator exports, in MiB.
+func heapMetrics(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var out []string
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		switch {
+		case !ok:
+		case name == "go_memstats_heap_inuse_bytes", name == "go_memstats_sys_bytes", name == "go_memstats_next_gc_bytes", name == "go_memstats_heap_released_bytes":
+			v, _ := strconv.ParseFloat(val, 64)
+			out = append(out, fmt.Sprintf("%s=%.0f", strings.TrimSuffix(strings.TrimPrefix(name, "go_memstats_"), "_bytes"), v/1048576))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// procMemory returns VmHWM and VmRSS of pid, in KiB.
+func procMemory(pid int) (hwm, rss int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fields[1], 10, 64)
+		switch fields[0] {
+		case "VmHWM:":
+			hwm = v
+		case "VmRSS:":
+			rss = v
+		}
+	}
+	return hwm, rss, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
