@@ -24,40 +24,25 @@ import (
 )
 
 // engineTool is payload-applier through the engine users get: the operator's
-// (operator.New builds the clients, the RESTMapper, the ConfigMap ledger
-// and the engine, as `payload-applier apply` and `start` do), driven with
-// apply.Engine.Sync so that no ClusterVersion bookkeeping is timed. Each
-// run loads the payload and builds a new operator, as a CLI invocation
-// does, so a resync compares against the cluster rather than against the
-// engine's memory of its own writes.
+// (operator.New builds the clients, with its default client settings, the
+// RESTMapper, the ConfigMap ledger and the engine, as `payload-applier
+// apply` and `start` do), driven with apply.Engine.Sync so that no
+// ClusterVersion bookkeeping is timed. Each run loads the payload and
+// builds a new operator, as a CLI invocation does, so a resync compares
+// against the cluster rather than against the engine's memory of its own
+// writes.
 type engineTool struct {
 	e    *env
 	user string
-	// unthrottled lifts the client-side rate limit that operator.New
-	// otherwise sets (QPS 50, burst 100), to show the engine's own cost.
-	unthrottled bool
 	// profileDir, when set, receives CPU and allocation profiles of each run.
 	profileDir string
 	// label names the current measurement in profile file names.
 	label string
 }
 
-func (t *engineTool) name() string {
-	if t.unthrottled {
-		return toolEngineUnthrottled
-	}
-	return toolEngine
-}
+func (t *engineTool) name() string { return toolEngine }
 
 func (t *engineTool) userName() string { return t.user }
-
-// The delete walk takes over a minute for 1000 objects (see
-// docs/benchmarks.md): it is measured in the first repetition only, to keep
-// `make bench` within its time budget. Everything else runs every time.
-func (t *engineTool) maxReps() int         { return 1 << 30 }
-func (t *engineTool) maxSize() int         { return 1 << 30 }
-func (t *engineTool) measuresDelete() bool { return true }
-func (t *engineTool) deleteReps() int      { return 1 }
 
 // ledgerNamespace holds the applier's ledger during the bench.
 const ledgerNamespace = "openshift-cluster-version"
@@ -122,9 +107,6 @@ func (t *engineTool) sync(ctx context.Context, dir string, mode graph.Mode, step
 		return err
 	}
 	cfg := t.e.userConfig(t.user)
-	if t.unthrottled {
-		cfg.QPS = -1
-	}
 	op, err := operator.New(operator.Config{
 		RESTConfig: cfg,
 		Releases:   operator.SingleRelease{Version: rel.Version, Path: dir},

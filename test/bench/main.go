@@ -30,13 +30,12 @@ import (
 
 // Tool names, as they appear in the output.
 const (
-	toolRaw               = "raw"
-	toolRawApply          = "raw-apply"
-	toolEngine            = "payload-applier"
-	toolEngineUnthrottled = "payload-applier-unthrottled"
-	toolKapp              = "kapp"
-	toolKappTyped         = "kapp-typed-input"
-	toolKubectl           = "kubectl"
+	toolRaw       = "raw"
+	toolRawApply  = "raw-apply"
+	toolEngine    = "payload-applier"
+	toolKapp      = "kapp"
+	toolKappTyped = "kapp-typed-input"
+	toolKubectl   = "kubectl"
 )
 
 // tool is one way of putting a workload on the cluster and taking it off.
@@ -141,7 +140,7 @@ func main() {
 	}
 }
 
-var allTools = []string{toolRaw, toolRawApply, toolEngine, toolEngineUnthrottled, toolKapp, toolKappTyped, toolKubectl}
+var allTools = []string{toolRaw, toolRawApply, toolEngine, toolKapp, toolKappTyped, toolKubectl}
 
 func flagSet(name string) bool {
 	set := false
@@ -255,7 +254,6 @@ func (o options) tools(e *env, kappBin, kubectlBin string) ([]tool, error) {
 	add(&rawTool{e: e, user: "bench-raw"})
 	add(&rawTool{e: e, user: "bench-raw", apply: true})
 	add(&engineTool{e: e, user: "bench-payload-applier", profileDir: o.profileDir})
-	add(&engineTool{e: e, user: "bench-payload-applier", unthrottled: true, profileDir: o.profileDir})
 	if kappBin != "" {
 		kc, err := e.kubeconfig("bench-kapp")
 		if err != nil {

@@ -299,8 +299,6 @@ func shortName(tool string) string {
 	switch tool {
 	case toolEngine:
 		return "pa"
-	case toolEngineUnthrottled:
-		return "pau"
 	}
 	return tool
 }

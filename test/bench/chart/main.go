@@ -38,7 +38,6 @@ var tools = []struct {
 	{"raw", color.RGBA{R: 90, G: 90, B: 90, A: 255}},
 	{"raw-apply", color.RGBA{R: 160, G: 160, B: 160, A: 255}},
 	{"payload-applier", color.RGBA{R: 214, G: 39, B: 40, A: 255}},
-	{"payload-applier-unthrottled", color.RGBA{R: 255, G: 127, B: 14, A: 255}},
 	{"kapp", color.RGBA{R: 31, G: 119, B: 180, A: 255}},
 	{"kubectl", color.RGBA{R: 44, G: 160, B: 44, A: 255}},
 }
