@@ -98,7 +98,7 @@ func (r *results) markdown(chart string) string {
 	p := func(format string, args ...interface{}) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("### Results")
 	p("")
-	p("Run of %s on %d CPUs (`nproc`), %s, %s of memory, %s; load average %s when it started; %s. The control plane: %s. `make bench` took %s.",
+	p("Run of %s on %d CPUs (`nproc`), %s, %s of memory, %s; load average %s when it started; %s. The control plane: %s. The end-to-end bench took %s.",
 		r.Date, r.Machine.CPUs, r.Machine.Model, r.Machine.MemoryGiB, r.Machine.Go, r.Machine.LoadAvg, repsText(r.Reps), r.Cluster, r.Duration)
 	p("")
 	tools := r.presentTools()
@@ -204,7 +204,7 @@ func repsText(n int) string {
 	if n == 1 {
 		return "one run of each measurement"
 	}
-	return fmt.Sprintf("the 1000-ConfigMap measurements are medians of %d runs, the others single runs", n)
+	return fmt.Sprintf("the 1000-ConfigMap measurements are medians of %d runs (payload-applier's delete and kubectl: one run), the others single runs", n)
 }
 
 func oneLine(s string, n int) string {
