@@ -5,22 +5,13 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 
-	openshiftapi "github.com/openshift/api"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-)
 
-// typedScheme knows the Go types of Kubernetes and OpenShift APIs, which the
-// CVO applies through typed clients.
-var typedScheme = sync.OnceValue(func() *runtime.Scheme {
-	s := runtime.NewScheme()
-	_ = openshiftapi.InstallKube(s)
-	_ = openshiftapi.Install(s)
-	return s
-})
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
 
 // createTyped creates obj through its Go type, as the CVO's typed builders
 // do. Server-side apply drops explicit nulls, so a kind whose schema
@@ -28,7 +19,7 @@ var typedScheme = sync.OnceValue(func() *runtime.Scheme {
 // (ClusterOperator) can only be created with every field the type
 // serializes. It reports false when the kind has no Go type.
 func (e *Engine) createTyped(ctx context.Context, rc resourceClient, obj *unstructured.Unstructured) (*unstructured.Unstructured, bool, error) {
-	typed, err := typedScheme().New(obj.GroupVersionKind())
+	typed, err := payload.TypedScheme().New(obj.GroupVersionKind())
 	if err != nil {
 		return nil, false, nil
 	}

@@ -15,8 +15,9 @@ import (
 // and silently loses the field; the applier drops it with a warning Event.
 const RuleUnknownField Rule = "unknown-field"
 
-// typedScheme knows the Go types of Kubernetes and OpenShift APIs.
-var typedScheme = sync.OnceValue(func() *runtime.Scheme {
+// TypedScheme knows the Go types of Kubernetes and OpenShift APIs, which
+// the CVO decodes manifests into. Lint and the apply engine share it.
+var TypedScheme = sync.OnceValue(func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = openshiftapi.InstallKube(s)
 	_ = openshiftapi.Install(s)
@@ -32,7 +33,7 @@ func checkUnknownFields(r *Release, m *Manifest) []Finding {
 	if m.Obj == nil || m.Delete() {
 		return nil
 	}
-	typed, err := typedScheme().New(m.GVK)
+	typed, err := TypedScheme().New(m.GVK)
 	if err != nil {
 		return nil
 	}
