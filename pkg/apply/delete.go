@@ -2,7 +2,6 @@ package apply
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -72,9 +71,7 @@ func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 		p.record(ctx, t.Index, res)
 		return nil
 	}
-	if err := p.e.ledger.put(ctx, next); err != nil {
-		return p.failDelete(ctx, t, m, next, err)
-	}
+	p.e.ledger.set(next)
 	switch outcome {
 	case outcomeOngoing:
 		res.Action, res.Message = ActionDeleting, ongoingMessage(next)
@@ -125,9 +122,10 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 	if err := p.e.checkDeletable(p.rel, id); err != nil {
 		return p.failDelete(ctx, t, m, rec, err)
 	}
-	if err := p.e.ledger.put(ctx, rec); err != nil {
-		return p.failDelete(ctx, t, m, rec, err)
-	}
+	// No save before the DELETE: the claim is already stored, and after a
+	// crash the object itself shows what happened. Terminating means
+	// delete issued, never issued twice; gone means done.
+	p.e.ledger.set(rec)
 	uid := live.GetUID()
 	err := rc.ri.Delete(ctx, m.Obj.GetName(), metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
@@ -153,9 +151,7 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 	if gone {
 		now := metav1.NewTime(p.e.clock.Now())
 		rec.State, rec.CompletedAt, rec.Finalizers = DeleteCompleted, &now, nil
-		if err := p.e.ledger.put(ctx, rec); err != nil {
-			return p.failDelete(ctx, t, m, rec, err)
-		}
+		p.e.ledger.set(rec)
 		p.e.note("DeleteCompleted", fmt.Sprintf("Delete of %s completed.", id))
 		p.e.transition(TransitionCompleted, rec)
 		res.Action, res.Message = ActionDeleted, "deleted"
@@ -166,9 +162,7 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 		rec.DeletionTimestamp = obj.GetDeletionTimestamp()
 		rec.Finalizers = finalizersOf(obj)
 	}
-	if err := p.e.ledger.put(ctx, rec); err != nil {
-		return p.failDelete(ctx, t, m, rec, err)
-	}
+	p.e.ledger.set(rec)
 	res.Action, res.Message = ActionDeleteRequested, ongoingMessage(rec)
 	p.record(ctx, t.Index, res)
 	return waiting(id)
@@ -204,9 +198,7 @@ func (p *pass) failDelete(ctx context.Context, t *graph.Task, m *payload.Manifes
 	if rec.LastError == "" {
 		rec.LastError = te.Error()
 	}
-	if perr := p.e.ledger.put(ctx, rec); perr != nil {
-		te.Err = errors.Join(te.Err, perr)
-	}
+	p.e.ledger.set(rec)
 	p.e.warn(string(te.Reason), te.Error())
 	p.e.transition(TransitionFailed, rec)
 	res := p.results[t.Index]
@@ -276,12 +268,7 @@ func (p *pass) markUnrun() {
 // be reported as deletions in progress. It only reads; it never issues a
 // delete.
 func (p *pass) trackOrphanedDeletes(ctx context.Context) {
-	inPayload := map[payload.ObjectID]bool{}
-	for _, m := range p.rel.Manifests {
-		if m.Delete() {
-			inPayload[m.ID()] = true
-		}
-	}
+	inPayload := deleteIDs(p.rel)
 	for _, rec := range p.e.ledger.all() {
 		inProgressOrphan := rec.State == DeleteInProgress && !inPayload[rec.ID]
 		if !inProgressOrphan && rec.State != DeletePending {
@@ -304,9 +291,18 @@ func (p *pass) abandon(ctx context.Context, rec DeleteRecord) {
 		return // observeRecord found it gone
 	}
 	latest.State = DeleteAbandoned
-	if err := p.e.ledger.put(ctx, latest); err != nil {
-		return
-	}
+	p.e.ledger.set(latest)
 	p.e.warn("DeleteAbandoned", fmt.Sprintf("Release %s asked to delete %s (%s), but the delete was still waiting and release %s no longer asks for it; the object is left in place.",
 		latest.Release, latest.ID, latest.File, p.rel.Version))
+}
+
+// deleteIDs is the set of objects rel marks for deletion.
+func deleteIDs(rel *payload.Release) map[payload.ObjectID]bool {
+	ids := map[payload.ObjectID]bool{}
+	for _, m := range rel.Manifests {
+		if m.Delete() {
+			ids[m.ID()] = true
+		}
+	}
+	return ids
 }

@@ -215,6 +215,10 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 		return nil, err
 	}
 	p := newPass(e, rel, opts)
+	// Finished records of objects this release no longer marks serve no
+	// pass again; dropping them keeps the ledger the size of one release.
+	marked := deleteIDs(rel)
+	e.ledger.prune(func(r DeleteRecord) bool { return marked[r.ID] })
 	if opts.Mode == graph.ModeUpdate {
 		if err := p.claimDeletes(ctx); err != nil {
 			return nil, err
@@ -235,6 +239,11 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	deleteRes := graph.Run(ctx, deleteGraph, graph.RunOptions{Parallelism: deleteParallelism}, p.deleteTask)
 	p.markUnrun()
 	p.trackOrphanedDeletes(ctx)
+	if err := e.ledger.flush(ctx); err != nil {
+		// Memory stays right and the next pass saves again; meanwhile a
+		// restart would only re-read from the cluster what was lost.
+		e.warn("DeleteLedgerNotSaved", fmt.Sprintf("The delete ledger could not be saved; the next pass tries again: %v", err))
+	}
 	return p.result(applyRes, deleteRes), nil
 }
 

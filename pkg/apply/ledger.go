@@ -1,9 +1,12 @@
 package apply
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"sort"
 	"sync"
@@ -69,21 +72,30 @@ func (r *DeleteRecord) Done() bool {
 	return r.State == DeleteCompleted || r.State == DeleteAbsent
 }
 
-// LedgerStore persists delete records. The engine loads them once, edits them
-// in memory and saves them explicitly after each change of substance.
+// LedgerStore persists delete records. The engine loads them once and edits
+// them in memory; it saves the whole set, coalescing changes.
 type LedgerStore interface {
 	Load(ctx context.Context) ([]DeleteRecord, error)
 	Save(ctx context.Context, records []DeleteRecord) error
 }
 
-// ledger is the in-memory view of the store, safe for concurrent delete chains.
+// ledger is the in-memory view of the store, safe for concurrent delete
+// chains. Changes are made in memory (set) and reach the store on flush,
+// which commits in groups: one save carries every change made before it
+// started, and callers that flush while a save is running share the next.
+// Only claims are flushed before the deletes they allow; outcomes are
+// flushed at the end of a pass, because a lost outcome is found again by
+// reading the cluster.
 type ledger struct {
 	store LedgerStore
 
 	mu      sync.Mutex
 	loaded  bool
 	records map[payload.ObjectID]*DeleteRecord
-	saved   []DeleteRecord
+	// changes counts edits; stored is the count the store has seen.
+	changes, stored uint64
+	// saving is closed when the save in flight ends; nil when none runs.
+	saving chan struct{}
 }
 
 func newLedger(store LedgerStore) *ledger {
@@ -105,7 +117,6 @@ func (l *ledger) load(ctx context.Context) error {
 		r := recs[i]
 		l.records[r.ID] = &r
 	}
-	l.saved = recs
 	l.loaded = true
 	return nil
 }
@@ -121,17 +132,86 @@ func (l *ledger) get(id payload.ObjectID) (DeleteRecord, bool) {
 	return *r, true
 }
 
-// put stores rec and persists the ledger when anything changed.
-func (l *ledger) put(ctx context.Context, rec DeleteRecord) error {
+// set stores rec in memory; the next flush persists it.
+func (l *ledger) set(rec DeleteRecord) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.setLocked(rec)
+}
+
+func (l *ledger) setLocked(rec DeleteRecord) {
 	if old, ok := l.records[rec.ID]; ok && reflect.DeepEqual(*old, rec) {
-		// Unchanged in memory, but an earlier save may have failed: saving
-		// is a no-op unless the store lags behind.
-		return l.saveLocked(ctx)
+		return
 	}
 	l.records[rec.ID] = &rec
-	return l.saveLocked(ctx)
+	l.changes++
+}
+
+// put stores rec and waits until the store has it.
+func (l *ledger) put(ctx context.Context, rec DeleteRecord) error {
+	l.set(rec)
+	return l.flush(ctx)
+}
+
+// putAll stores several records and waits until the store has them.
+func (l *ledger) putAll(ctx context.Context, recs []DeleteRecord) error {
+	l.mu.Lock()
+	for _, r := range recs {
+		l.setLocked(r)
+	}
+	l.mu.Unlock()
+	return l.flush(ctx)
+}
+
+// prune forgets finished records that keep does not want, so that the
+// ledger holds what the current release needs and not every delete ever
+// made.
+func (l *ledger) prune(keep func(DeleteRecord) bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, r := range l.records {
+		if (r.Done() || r.State == DeleteAbandoned) && !keep(*r) {
+			delete(l.records, id)
+			l.changes++
+		}
+	}
+}
+
+// flush returns once every change made before the call is in the store.
+func (l *ledger) flush(ctx context.Context) error {
+	l.mu.Lock()
+	target := l.changes
+	for l.stored < target {
+		if l.saving != nil {
+			// Another caller is saving; its save may predate our changes,
+			// so wait and look again.
+			done := l.saving
+			l.mu.Unlock()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			l.mu.Lock()
+			continue
+		}
+		snap, upTo := l.snapshotLocked(), l.changes
+		l.saving = make(chan struct{})
+		l.mu.Unlock()
+		err := l.store.Save(ctx, snap)
+		l.mu.Lock()
+		close(l.saving)
+		l.saving = nil
+		if err != nil {
+			l.mu.Unlock()
+			return fmt.Errorf("save delete ledger: %w", err)
+		}
+		if upTo > l.stored {
+			l.stored = upTo
+		}
+	}
+	l.mu.Unlock()
+	return nil
 }
 
 func (l *ledger) snapshotLocked() []DeleteRecord {
@@ -141,18 +221,6 @@ func (l *ledger) snapshotLocked() []DeleteRecord {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID.String() < out[j].ID.String() })
 	return out
-}
-
-func (l *ledger) saveLocked(ctx context.Context) error {
-	snap := l.snapshotLocked()
-	if reflect.DeepEqual(snap, l.saved) {
-		return nil
-	}
-	if err := l.store.Save(ctx, snap); err != nil {
-		return fmt.Errorf("save delete ledger: %w", err)
-	}
-	l.saved = snap
-	return nil
 }
 
 // all returns a sorted copy of every record.
@@ -183,8 +251,14 @@ func (m *MemoryLedger) Save(_ context.Context, recs []DeleteRecord) error {
 	return nil
 }
 
-// ledgerDataKey is the ConfigMap key that holds the JSON records.
-const ledgerDataKey = "records.json"
+// The ConfigMap keys that hold the records: JSON, one record per line, or
+// the same gzipped once it is too large to keep plain.
+const (
+	ledgerDataKey   = "records.json"
+	ledgerGzipKey   = "records.json.gz"
+	ledgerPlainMax  = 256 << 10
+	configMapMaxLen = 1 << 20
+)
 
 // ConfigMapLedger keeps the records in a ConfigMap, so that they survive
 // restarts of the applier. The CVO keeps them in memory and loses them.
@@ -192,6 +266,11 @@ type ConfigMapLedger struct {
 	Client    kubernetes.Interface
 	Namespace string
 	Name      string
+
+	// cached is the ConfigMap as last read or written, so that a save is
+	// one PUT rather than a GET and a PUT.
+	mu     sync.Mutex
+	cached *corev1.ConfigMap
 }
 
 func (c *ConfigMapLedger) Load(ctx context.Context) ([]DeleteRecord, error) {
@@ -202,55 +281,125 @@ func (c *ConfigMapLedger) Load(ctx context.Context) ([]DeleteRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	var recs []DeleteRecord
-	if data := cm.Data[ledgerDataKey]; data != "" {
-		if err := json.Unmarshal([]byte(data), &recs); err != nil {
-			return nil, fmt.Errorf("configmap %s/%s key %s: %w", c.Namespace, c.Name, ledgerDataKey, err)
-		}
+	c.remember(cm)
+	recs, err := decodeLedger(cm)
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return recs, nil
 }
 
-func (c *ConfigMapLedger) Save(ctx context.Context, recs []DeleteRecord) error {
-	data, err := json.MarshalIndent(recs, "", "  ")
-	if err != nil {
-		return err
-	}
-	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
-	cm, err := cms.Get(ctx, c.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		cm = &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:      c.Name,
-				Namespace: c.Namespace,
-				Labels:    map[string]string{"app.kubernetes.io/managed-by": FieldManager},
-			},
-			Data: map[string]string{ledgerDataKey: string(data)},
-		}
-		_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if cm.Data == nil {
-		cm.Data = map[string]string{}
-	}
-	cm.Data[ledgerDataKey] = string(data)
-	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
-	return err
+func (c *ConfigMapLedger) remember(cm *corev1.ConfigMap) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cached = cm
 }
 
-// putAll stores several records with one save.
-func (l *ledger) putAll(ctx context.Context, recs []DeleteRecord) error {
-	if len(recs) == 0 {
-		return nil
+func (c *ConfigMapLedger) Save(ctx context.Context, recs []DeleteRecord) error {
+	data, binary, err := encodeLedger(recs)
+	if err != nil {
+		return fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i := range recs {
-		r := recs[i]
-		l.records[r.ID] = &r
+	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
+	c.mu.Lock()
+	cm := c.cached
+	c.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if cm == nil {
+			cm, err = cms.Get(ctx, c.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+					Name:      c.Name,
+					Namespace: c.Namespace,
+					Labels:    map[string]string{"app.kubernetes.io/managed-by": FieldManager},
+				}}
+				cm.Data, cm.BinaryData = data, binary
+				created, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+				if err != nil {
+					return err
+				}
+				c.remember(created)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		cm = cm.DeepCopy()
+		cm.Data, cm.BinaryData = data, binary
+		updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if err == nil {
+			c.remember(updated)
+			return nil
+		}
+		// Someone else wrote it (or removed it) since we last looked: the
+		// records in memory are the truth, so read the latest version and
+		// write them again.
+		if attempt == 0 && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+			cm = nil
+			continue
+		}
+		c.remember(nil)
+		return err
 	}
-	return l.saveLocked(ctx)
+}
+
+// encodeLedger renders records as the ConfigMap's data: plain JSON while it
+// is small enough to read with kubectl, gzipped beyond that.
+func encodeLedger(recs []DeleteRecord) (map[string]string, map[string][]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString("[")
+	for i, r := range recs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i > 0 {
+			buf.WriteString(",")
+		}
+		buf.WriteString("\n")
+		buf.Write(line)
+	}
+	buf.WriteString("\n]\n")
+	if buf.Len() <= ledgerPlainMax {
+		return map[string]string{ledgerDataKey: buf.String()}, nil, nil
+	}
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	if _, err := zw.Write(buf.Bytes()); err != nil {
+		return nil, nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, nil, err
+	}
+	if zbuf.Len() > configMapMaxLen-4096 {
+		return nil, nil, fmt.Errorf("the delete ledger holds %d records, %d bytes compressed, more than a ConfigMap can hold", len(recs), zbuf.Len())
+	}
+	return nil, map[string][]byte{ledgerGzipKey: zbuf.Bytes()}, nil
+}
+
+// decodeLedger reads the records back from either encoding.
+func decodeLedger(cm *corev1.ConfigMap) ([]DeleteRecord, error) {
+	var raw []byte
+	key := ledgerDataKey
+	if z, ok := cm.BinaryData[ledgerGzipKey]; ok {
+		key = ledgerGzipKey
+		zr, err := gzip.NewReader(bytes.NewReader(z))
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", key, err)
+		}
+		if raw, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("key %s: %w", key, err)
+		}
+	} else {
+		raw = []byte(cm.Data[ledgerDataKey])
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	var recs []DeleteRecord
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		return nil, fmt.Errorf("key %s: %w", key, err)
+	}
+	return recs, nil
 }

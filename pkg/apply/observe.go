@@ -24,7 +24,7 @@ func (e *Engine) RefreshDeletes(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return e.ledger.flush(ctx)
 }
 
 // observeRecord re-reads the object of an in-progress or pending delete and
@@ -53,9 +53,15 @@ func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
 			return err
 		case rec.UID != "" && live.GetUID() != rec.UID:
 			gone = true
-		case rec.State == DeletePending:
+		case rec.State == DeletePending && live.GetDeletionTimestamp() == nil:
 			return nil
 		default:
+			// A pending delete whose object is terminating was issued by a
+			// pass whose outcome was never saved, or by someone else.
+			if rec.State == DeletePending {
+				now := metav1.NewTime(e.clock.Now())
+				rec.State, rec.UID, rec.RequestedAt = DeleteInProgress, live.GetUID(), &now
+			}
 			rec.DeletionTimestamp, rec.Finalizers = live.GetDeletionTimestamp(), finalizersOf(live)
 		}
 	}
@@ -63,7 +69,8 @@ func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
 		now := metav1.NewTime(e.clock.Now())
 		rec.State, rec.CompletedAt, rec.Finalizers = DeleteAbsent, &now, nil
 		e.transition(TransitionAlreadyDeleted, rec)
-		return e.ledger.put(ctx, rec)
+		e.ledger.set(rec)
+		return nil
 	}
 	if gone {
 		now := metav1.NewTime(e.clock.Now())
@@ -71,5 +78,6 @@ func (e *Engine) observeRecord(ctx context.Context, rec DeleteRecord) error {
 		e.note("DeleteCompleted", "Delete of "+rec.ID.String()+" completed.")
 		e.transition(TransitionCompleted, rec)
 	}
-	return e.ledger.put(ctx, rec)
+	e.ledger.set(rec)
+	return nil
 }
