@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -127,7 +128,7 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 	// delete issued, never issued twice; gone means done.
 	p.e.ledger.set(rec)
 	uid := live.GetUID()
-	err := rc.ri.Delete(ctx, m.Obj.GetName(), metav1.DeleteOptions{
+	answer, after, err := p.deleteObject(ctx, rc, m.Obj.GetName(), metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
 		Preconditions:     &metav1.Preconditions{UID: &uid},
 	})
@@ -147,7 +148,14 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 		p.e.transition(TransitionRequested, rec)
 	}
 	rec.State = DeleteInProgress
-	obj, gone := p.awaitGone(ctx, rc, m.Obj.GetName(), uid)
+	obj, gone := after, answer == answerGone || apierrors.IsNotFound(err)
+	if !gone {
+		// Read at once unless the answer showed the object terminating.
+		obj, gone = p.awaitGone(ctx, rc, m.Obj.GetName(), uid, answer == answerUnknown)
+		if obj == nil {
+			obj = after
+		}
+	}
 	if gone {
 		now := metav1.NewTime(p.e.clock.Now())
 		rec.State, rec.CompletedAt, rec.Finalizers = DeleteCompleted, &now, nil
@@ -170,10 +178,10 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 
 // awaitGone polls until the object with uid is gone or the settle time ends.
 // It returns the last object seen when it is still there.
-func (p *pass) awaitGone(ctx context.Context, rc resourceClient, name string, uid types.UID) (*unstructured.Unstructured, bool) {
+func (p *pass) awaitGone(ctx context.Context, rc resourceClient, name string, uid types.UID, immediate bool) (*unstructured.Unstructured, bool) {
 	var last *unstructured.Unstructured
 	gone := false
-	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.DeleteSettle, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.DeleteSettle, immediate, func(ctx context.Context) (bool, error) {
 		obj, err := p.getFresh(ctx, rc, name)
 		if err != nil {
 			return false, nil
@@ -186,6 +194,46 @@ func (p *pass) awaitGone(ctx context.Context, rc resourceClient, name string, ui
 		return false, nil
 	})
 	return last, gone
+}
+
+// deleteAnswer is what a DELETE's response says of the object.
+type deleteAnswer int
+
+const (
+	// answerUnknown: the response was not read; look at the object.
+	answerUnknown deleteAnswer = iota
+	// answerGone: removed at once.
+	answerGone
+	// answerTerminating: finalizers or a grace period hold it.
+	answerTerminating
+)
+
+// deleteObject sends one DELETE. With a REST client it reads the answer:
+// the apiserver returns a Status, or for some resources the removed object
+// without a deletionTimestamp, when the object is gone at once, and the
+// object with a deletionTimestamp while something holds it.
+func (p *pass) deleteObject(ctx context.Context, rc resourceClient, name string, opts metav1.DeleteOptions) (deleteAnswer, *unstructured.Unstructured, error) {
+	if p.e.rest == nil {
+		return answerUnknown, nil, rc.ri.Delete(ctx, name, opts)
+	}
+	opts.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "DeleteOptions"}
+	body, err := json.Marshal(opts)
+	if err != nil {
+		return answerUnknown, nil, err
+	}
+	raw, err := p.e.rest.Delete().AbsPath(rc.path(name)).
+		SetHeader("Content-Type", "application/json").Body(body).Do(ctx).Raw()
+	if err != nil {
+		return answerUnknown, nil, err
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(raw); err != nil {
+		return answerUnknown, nil, nil
+	}
+	if obj.GetKind() == "Status" || obj.GetDeletionTimestamp() == nil {
+		return answerGone, nil, nil
+	}
+	return answerTerminating, obj, nil
 }
 
 // failDelete records a failed delete: in the ledger, as an Event and as the

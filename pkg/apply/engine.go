@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -33,6 +34,11 @@ const FieldManager = "payload-applier"
 type Config struct {
 	// Dynamic is the client for every payload object.
 	Dynamic dynamic.Interface
+	// REST, when set, sends the DELETEs, so that the engine reads the
+	// answer: the apiserver says in it whether the object is already gone,
+	// which spares a read per delete. Any client of the cluster serves, as
+	// paths are absolute. Without it, the engine reads the object again.
+	REST rest.Interface
 	// Mapper resolves kinds to resources. It is reset when a kind does not
 	// resolve, so that a custom resource applies once its CRD is Established.
 	Mapper meta.ResettableRESTMapper
@@ -67,6 +73,7 @@ const (
 // called concurrently with a Sync.
 type Engine struct {
 	dynamic   dynamic.Interface
+	rest      rest.Interface
 	mapper    *mapper
 	ledger    *ledger
 	protected map[payload.ObjectID]string
@@ -126,6 +133,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	return &Engine{
 		dynamic:       cfg.Dynamic,
+		rest:          cfg.REST,
 		mapper:        newMapper(cfg.Mapper, cfg.Clock),
 		ledger:        newLedger(cfg.Ledger),
 		protected:     cfg.Self.protectedSet(),

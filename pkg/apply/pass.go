@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -283,6 +284,18 @@ type resourceClient struct {
 	gvr       schema.GroupVersionResource
 	namespace string
 	ri        dynamic.ResourceInterface
+}
+
+// path is the API path of the named object.
+func (rc resourceClient) path(name string) string {
+	segs := []string{"/apis", rc.gvr.Group, rc.gvr.Version}
+	if rc.gvr.Group == "" {
+		segs = []string{"/api", rc.gvr.Version}
+	}
+	if rc.namespace != "" {
+		segs = append(segs, "namespaces", rc.namespace)
+	}
+	return path.Join(append(segs, rc.gvr.Resource, name)...)
 }
 
 // taskManifest returns the manifest behind a graph task.

@@ -138,6 +138,7 @@ func New(cfg Config) (*Operator, error) {
 	self.Namespace = cfg.Namespace
 	o.engine, err = apply.New(apply.Config{
 		Dynamic:     dyn,
+		REST:        kube.CoreV1().RESTClient(),
 		Mapper:      restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		Ledger:      &apply.ConfigMapLedger{Client: kube, Namespace: cfg.Namespace, Name: self.Ledger},
 		Self:        self,

@@ -50,7 +50,7 @@ func (t *engineTool) userName() string { return t.user }
 func (t *engineTool) maxReps() int         { return 1 << 30 }
 func (t *engineTool) maxSize() int         { return 1 << 30 }
 func (t *engineTool) measuresDelete() bool { return true }
-func (t *engineTool) deleteReps() int      { return 1 }
+func (t *engineTool) deleteReps() int      { return 1 << 30 }
 
 // ledgerNamespace holds the applier's ledger during the bench.
 const ledgerNamespace = "openshift-cluster-version"

@@ -49,6 +49,7 @@ func newEngine(t *testing.T, cfg *rest.Config, ledgerNS string) *apply.Engine {
 	}
 	e, err := apply.New(apply.Config{
 		Dynamic: dyn,
+		REST:    kube.CoreV1().RESTClient(),
 		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		Ledger:  &apply.ConfigMapLedger{Client: kube, Namespace: ledgerNS, Name: ledgerName},
 	})

@@ -95,6 +95,7 @@ func newEngine(t testing.TB, c *clients, ledgerNS string) *apply.Engine {
 	}
 	e, err := apply.New(apply.Config{
 		Dynamic: c.dynamic,
+		REST:    c.kube.CoreV1().RESTClient(),
 		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
 		Ledger:  &apply.ConfigMapLedger{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
 	})

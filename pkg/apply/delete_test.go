@@ -1,0 +1,107 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+func TestDeleteObjectReadsTheAnswer(t *testing.T) {
+	const terminating = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","namespace":"ns","uid":"u1","deletionTimestamp":"2026-01-01T00:00:00Z","finalizers":["example.com/hold"]}}`
+	tests := map[string]struct {
+		status   int
+		body     string
+		want     deleteAnswer
+		wantErr  func(error) bool
+		wantHeld bool
+	}{
+		"a Status: gone at once": {status: 200, want: answerGone,
+			body: `{"kind":"Status","apiVersion":"v1","status":"Success","details":{"name":"x","kind":"configmaps","uid":"u1"}}`},
+		"the removed object, as custom resources answer: gone at once": {status: 200, want: answerGone,
+			body: `{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"x","uid":"u1"}}`},
+		"held by a finalizer":          {status: 200, body: terminating, want: answerTerminating, wantHeld: true},
+		"accepted, held by finalizers": {status: 202, body: terminating, want: answerTerminating, wantHeld: true},
+		"not found": {status: 404, want: answerUnknown, wantErr: apierrors.IsNotFound,
+			body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`},
+		"replaced: the UID precondition fails": {status: 409, want: answerUnknown, wantErr: apierrors.IsConflict,
+			body: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Conflict","code":409}`},
+		"an answer that is not an object: look again": {status: 200, body: `not json`, want: answerUnknown},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var gotPath string
+			var gotOpts metav1.DeleteOptions
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Method != http.MethodDelete {
+					t.Errorf("method %s, want DELETE", r.Method)
+				}
+				gotPath = r.URL.Path
+				b, _ := io.ReadAll(r.Body)
+				if err := json.Unmarshal(b, &gotOpts); err != nil {
+					t.Errorf("body %q: %v", b, err)
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				_, _ = io.WriteString(w, tc.body)
+			}))
+			defer srv.Close()
+			kube, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &pass{e: &Engine{rest: kube.CoreV1().RESTClient()}}
+			rc := resourceClient{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, namespace: "ns"}
+			uid := types.UID("u1")
+			answer, obj, err := p.deleteObject(context.Background(), rc, "x", metav1.DeleteOptions{
+				PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
+				Preconditions:     &metav1.Preconditions{UID: &uid},
+			})
+			if tc.wantErr != nil {
+				if !tc.wantErr(err) {
+					t.Errorf("err = %v, want %s", err, name)
+				}
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if answer != tc.want {
+				t.Errorf("answer %d, want %d", answer, tc.want)
+			}
+			if tc.wantHeld != (obj != nil && len(obj.GetFinalizers()) == 1) {
+				t.Errorf("object returned = %v, want it only while held", obj)
+			}
+			if gotPath != "/apis/example.com/v1/namespaces/ns/widgets/x" {
+				t.Errorf("path %s", gotPath)
+			}
+			if gotOpts.Preconditions == nil || gotOpts.Preconditions.UID == nil || *gotOpts.Preconditions.UID != uid {
+				t.Errorf("the DELETE carried no UID precondition: %+v", gotOpts)
+			}
+		})
+	}
+}
+
+func TestResourcePath(t *testing.T) {
+	tests := map[string]struct {
+		rc   resourceClient
+		want string
+	}{
+		"core, namespaced": {resourceClient{gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, namespace: "ns"}, "/api/v1/namespaces/ns/configmaps/x"},
+		"core, cluster":    {resourceClient{gvr: schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}}, "/api/v1/namespaces/x"},
+		"group, cluster":   {resourceClient{gvr: schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}}, "/apis/rbac.authorization.k8s.io/v1/clusterroles/x"},
+	}
+	for name, tc := range tests {
+		if got := tc.rc.path("x"); got != tc.want {
+			t.Errorf("%s: %s, want %s", name, got, tc.want)
+		}
+	}
+}
