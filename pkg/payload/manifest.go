@@ -113,6 +113,16 @@ type Release struct {
 	Warnings []Finding
 }
 
+// DropSource forgets the documents' text, which only serves to point lint
+// findings at the line of a key, so that a caller that holds the release
+// for long, like the operator, keeps the parsed objects alone. Findings
+// made afterwards point at the start of their document.
+func (r *Release) DropSource() {
+	for _, m := range r.every() {
+		m.src = nil
+	}
+}
+
 // Skipped is a manifest that an inclusion filter left out.
 type Skipped struct {
 	Manifest *Manifest
