@@ -24,6 +24,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -174,10 +175,9 @@ func (o *planOptions) restConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg = rest.CopyConfig(cfg)
-	// Plans read every object of a payload: lift client-go's default of 5
-	// requests per second, as the operator does, but bound each request.
-	cfg.QPS, cfg.Burst = 50, 100
+	// Plans read every object of a payload: no client-side limit, as for
+	// apply and start, but each request is bounded.
+	cfg = operator.ClientConfig(cfg)
 	cfg.Timeout = cmp.Or(cfg.Timeout, 30*time.Second)
 	return cfg, nil
 }
