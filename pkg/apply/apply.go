@@ -13,7 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -65,7 +67,11 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	switch {
 	case live == nil:
 		action = ActionCreated
-		live, err = p.e.write(ctx, m, rc, want, true)
+		live, err = p.e.create(ctx, m, rc, want)
+		if apierrors.IsAlreadyExists(err) && attempt == 0 {
+			// Created since we looked: compare with it like any object.
+			return p.applyOnce(ctx, m, attempt+1)
+		}
 	case m.CreateOnly():
 		return ActionSkipped, nil
 	case p.e.unchanged(m, want, live):
@@ -75,13 +81,42 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 		action = ActionUnchanged
 	default:
 		action = ActionConfigured
-		live, err = p.e.write(ctx, m, rc, want, false)
+		if err = p.e.adoptCreatedFields(ctx, rc, live); err == nil {
+			live, err = p.e.write(ctx, m, rc, want, false)
+		}
 	}
 	if err != nil {
 		return ActionFailed, err
 	}
 	p.e.remember(m, live)
 	return action, p.checkHealth(ctx, m, rc, live)
+}
+
+// create makes a missing object with a POST, which costs the apiserver
+// about a third less than a server-side apply. The fields it sets belong to
+// the create until adoptCreatedFields hands them to the apply manager. A
+// manifest the POST rejects as it stands (strict validation refuses fields
+// the schema does not declare) goes through write, which handles those.
+func (e *Engine) create(ctx context.Context, m *payload.Manifest, rc resourceClient, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	created, err := rc.ri.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager, FieldValidation: metav1.FieldValidationStrict})
+	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
+		return e.write(ctx, m, rc, want, true)
+	}
+	return created, err
+}
+
+// adoptCreatedFields moves the fields our create owns to our apply manager
+// before the first apply that changes the object. Left to the create, a
+// field that a later manifest drops would never be removed: server-side
+// apply prunes only what the applier itself owned. It is one write per
+// object, and only for objects that change after their create.
+func (e *Engine) adoptCreatedFields(ctx context.Context, rc resourceClient, live *unstructured.Unstructured) error {
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(FieldManager), FieldManager)
+	if err != nil || patch == nil {
+		return err
+	}
+	_, err = rc.ri.Patch(ctx, live.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	return err
 }
 
 // write applies want. Fields the schema does not declare are dropped with

@@ -44,9 +44,6 @@ func (t *engineTool) name() string { return toolEngine }
 
 func (t *engineTool) userName() string { return t.user }
 
-// The delete of 1000 runs once per bench: each one pushes about 1.8 GB of
-// ledger saves through etcd (see docs/benchmarks.md), and three in a row
-// fill the control plane's 2 GiB etcd backend ("database space exceeded").
 func (t *engineTool) maxReps() int         { return 1 << 30 }
 func (t *engineTool) maxSize() int         { return 1 << 30 }
 func (t *engineTool) measuresDelete() bool { return true }

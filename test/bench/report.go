@@ -204,7 +204,7 @@ func repsText(n int) string {
 	if n == 1 {
 		return "one run of each measurement"
 	}
-	return fmt.Sprintf("the 1000-ConfigMap measurements are medians of %d runs (payload-applier's delete and kubectl: one run), the others single runs", n)
+	return fmt.Sprintf("the 1000-ConfigMap measurements are medians of %d runs (kubectl: one run), the others single runs", n)
 }
 
 func oneLine(s string, n int) string {

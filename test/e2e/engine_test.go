@@ -127,6 +127,60 @@ func TestInstallUpdateAndNoOpResync(t *testing.T) {
 	})
 }
 
+// The engine creates with a POST, which is cheaper than a server-side
+// apply, and hands the created fields to its apply manager before the first
+// apply: a field that a later manifest drops must then disappear.
+func TestAFieldALaterManifestDropsIsRemoved(t *testing.T) {
+	c := newClients(t)
+	ns := testCluster.CreateNamespace(t)
+	e := newEngine(t, c, ns)
+	const dropped = `example.com/dropped: "in 1.0.1"`
+	v1 := load(t, writePayload(t, "1.0.0", map[string]string{
+		"0000_50_demo_01_a.yaml": configMap(ns, "a", "one", dropped),
+	}))
+	mark := auditMark(t)
+	requireComplete(t, sync(t, e, v1, graph.ModeInstall))
+	writes := adminWrites(t, mark)
+	if len(writes) != 1 || writes[0].Verb != "create" ||
+		!strings.Contains(writes[0].RequestURI, "fieldManager="+apply.FieldManager) ||
+		!strings.Contains(writes[0].RequestURI, "fieldValidation=Strict") {
+		t.Fatalf("install wrote %v, want one create by %s with strict validation", writes, apply.FieldManager)
+	}
+
+	v2 := load(t, writePayload(t, "1.0.1", map[string]string{
+		"0000_50_demo_01_a.yaml": configMap(ns, "a", "two"),
+	}))
+	mark = auditMark(t)
+	res := sync(t, e, v2, graph.ModeUpdate)
+	requireComplete(t, res)
+	cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(context.Background(), "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := cm.Annotations["example.com/dropped"]; ok || cm.Data["key"] != "two" {
+		t.Errorf("after the update: annotations %v, data %v; want the dropped annotation gone and key two", cm.Annotations, cm.Data)
+	}
+	for _, f := range cm.ManagedFields {
+		if f.Manager == apply.FieldManager && f.Operation != metav1.ManagedFieldsOperationApply {
+			t.Errorf("%s still owns fields through a %s", f.Manager, f.Operation)
+		}
+	}
+	if w := adminWrites(t, mark); len(w) != 2 {
+		t.Errorf("the first update wrote %d times, want 2 (adopt the created fields, apply): %v", len(w), w)
+	}
+
+	t.Run("later updates are one apply", func(t *testing.T) {
+		v3 := load(t, writePayload(t, "1.0.2", map[string]string{
+			"0000_50_demo_01_a.yaml": configMap(ns, "a", "three"),
+		}))
+		mark := auditMark(t)
+		requireComplete(t, sync(t, e, v3, graph.ModeUpdate))
+		if w := adminWrites(t, mark); len(w) != 1 || w[0].Verb != "patch" {
+			t.Errorf("want one patch, got %v", w)
+		}
+	})
+}
+
 func TestCreateOnlyCreatesButNeverUpdates(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)

@@ -1,0 +1,122 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/payload-applier/payload-applier/pkg/graph"
+)
+
+// writeRecorder is a fake cluster of ConfigMaps that records every write
+// and answers applies with the object as sent.
+func writeRecorder(t *testing.T, objs ...runtime.Object) (*Engine, *[]clienttesting.Action) {
+	t.Helper()
+	rm := meta.NewDefaultRESTMapper(nil)
+	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{configMapsGVR: "ConfigMapList"}, objs...)
+	var writes []clienttesting.Action
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" {
+			return false, nil, nil
+		}
+		writes = append(writes, a)
+		if pa, ok := a.(clienttesting.PatchActionImpl); ok && pa.PatchType == types.ApplyPatchType {
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(pa.Patch); err != nil {
+				return true, nil, err
+			}
+			obj.SetResourceVersion("9")
+			return true, obj, nil
+		}
+		return false, nil, nil
+	})
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &MemoryLedger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, &writes
+}
+
+func TestCreatesArePOSTs(t *testing.T) {
+	e, writes := writeRecorder(t)
+	rel := planRelease(t, planDoc{"0000_50_a_01_new.yaml", cmYAML("new", "v")})
+	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeInstall})
+	if err != nil || !res.Complete() {
+		t.Fatalf("sync: %v %v", err, res.Errors)
+	}
+	if len(*writes) != 1 {
+		t.Fatalf("%d writes, want one create", len(*writes))
+	}
+	// The fake drops CreateOptions: the e2e test reads the field manager and
+	// the strict validation from the apiserver's audit log.
+	if _, ok := (*writes)[0].(clienttesting.CreateActionImpl); !ok {
+		t.Fatalf("write was %s, want a create", (*writes)[0].GetVerb())
+	}
+}
+
+func TestTheFirstChangeAfterACreateAdoptsItsFieldsForApply(t *testing.T) {
+	created := liveCM("a", "old")
+	created.SetManagedFields([]metav1.ManagedFieldsEntry{{
+		Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{".":{},"f:key":{}},"f:metadata":{"f:annotations":{".":{},"f:note":{}}}}`)},
+	}})
+	applied := liveCM("b", "old")
+	applied.SetManagedFields([]metav1.ManagedFieldsEntry{{
+		Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:key":{}}}`)},
+	}})
+	e, writes := writeRecorder(t, created, applied)
+	rel := planRelease(t,
+		planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "new")},
+		planDoc{"0000_50_b_01_b.yaml", cmYAML("b", "new")})
+	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeUpdate})
+	if err != nil || !res.Complete() {
+		t.Fatalf("sync: %v %v", err, res.Errors)
+	}
+	var a, b []string
+	for _, w := range *writes {
+		pa, ok := w.(clienttesting.PatchActionImpl)
+		if !ok {
+			t.Fatalf("unexpected %s", w.GetVerb())
+		}
+		switch pa.Name {
+		case "a":
+			a = append(a, string(pa.PatchType))
+			if pa.PatchType == types.JSONPatchType {
+				var ops []struct {
+					Path  string          `json:"path"`
+					Value json.RawMessage `json:"value"`
+				}
+				var got []metav1.ManagedFieldsEntry
+				if err := json.Unmarshal(pa.Patch, &ops); err != nil || len(ops) == 0 || ops[0].Path != "/metadata/managedFields" {
+					t.Fatalf("adopting patch %s: %v", pa.Patch, err)
+				}
+				if err := json.Unmarshal(ops[0].Value, &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got) != 1 || got[0].Operation != metav1.ManagedFieldsOperationApply || got[0].Manager != FieldManager {
+					t.Errorf("managed fields after adoption = %+v, want one Apply entry of %s", got, FieldManager)
+				}
+			}
+		case "b":
+			b = append(b, string(pa.PatchType))
+		}
+	}
+	if len(a) != 2 || a[0] != string(types.JSONPatchType) || a[1] != string(types.ApplyPatchType) {
+		t.Errorf("writes to the created object: %v, want the adoption, then the apply", a)
+	}
+	if len(b) != 1 || b[0] != string(types.ApplyPatchType) {
+		t.Errorf("writes to an object already applied: %v, want the apply alone", b)
+	}
+}
