@@ -21,7 +21,9 @@ import (
 // and answers applies with the object as sent.
 func writeRecorder(t *testing.T, objs ...runtime.Object) (*Engine, *[]clienttesting.Action) {
 	t.Helper()
-	rm := meta.NewDefaultRESTMapper(nil)
+	// The default version lets a lookup by kind alone resolve, as discovery
+	// does in a cluster.
+	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{configMapsGVR: "ConfigMapList"}, objs...)

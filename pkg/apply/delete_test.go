@@ -10,11 +10,14 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/payload-applier/payload-applier/pkg/graph"
 )
 
 func TestDeleteObjectReadsTheAnswer(t *testing.T) {
@@ -103,5 +106,40 @@ func TestResourcePath(t *testing.T) {
 		if got := tc.rc.path("x"); got != tc.want {
 			t.Errorf("%s: %s, want %s", name, got, tc.want)
 		}
+	}
+}
+
+// A pass that saved no outcome before a crash leaves a Pending record for a
+// DELETE that went out. If the next release drops the delete manifest, the
+// object still terminating must read as a delete in progress, not as one
+// abandoned before it was issued.
+func TestPendingRecordOfATerminatingObjectIsInProgress(t *testing.T) {
+	ctx := context.Background()
+	terminating := liveCM("old", "v", "example.com/hold")
+	ts := metav1.Now()
+	terminating.SetDeletionTimestamp(&ts)
+	tests := map[string]struct {
+		live *unstructured.Unstructured
+		want DeleteState
+	}{
+		"terminating: the lost DELETE went out": {live: terminating, want: DeleteInProgress},
+		"present: never issued":                 {live: liveCM("old", "v"), want: DeleteAbandoned},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e, _ := writeRecorder(t, tc.live)
+			id := planRelease(t, planDoc{"0000_50_a_01_old.yaml", cmYAML("old", "v", deleteAnn)}).Manifests[0].ID()
+			if err := e.ledger.store.Save(ctx, []DeleteRecord{{ID: id, Release: "1.0.0", State: DeletePending}}); err != nil {
+				t.Fatal(err)
+			}
+			next := planRelease(t, planDoc{"0000_50_a_01_other.yaml", cmYAML("other", "v")})
+			if _, err := e.Sync(ctx, next, SyncOptions{Mode: graph.ModeUpdate}); err != nil {
+				t.Fatal(err)
+			}
+			rec, _ := e.ledger.get(id)
+			if rec.State != tc.want {
+				t.Errorf("record is %s, want %s: %+v", rec.State, tc.want, rec)
+			}
+		})
 	}
 }
