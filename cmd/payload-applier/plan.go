@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
@@ -192,16 +189,10 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 	if _, err := disc.ServerVersion(); err != nil {
 		return nil, withExitCode(exitUsage, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err))
 	}
-	dyn, dynErr := dynamic.NewForConfig(cfg)
-	kube, kubeErr := kubernetes.NewForConfig(cfg)
-	if err := errors.Join(dynErr, kubeErr); err != nil {
-		return nil, withExitCode(exitUsage, err)
-	}
-	e, err := apply.New(apply.Config{
-		Dynamic: dyn,
-		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		Ledger:  &apply.ConfigMapLedger{Client: kube, Namespace: o.namespace, Name: apply.DefaultSelf().Ledger},
-		Self:    opts.Self,
+	// opts.Self names the ledger in --namespace; plan only ever loads it.
+	e, err := apply.NewForConfig(cfg, apply.Config{
+		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
+		Self:   opts.Self,
 	})
 	if err != nil {
 		return nil, withExitCode(exitUsage, err)

@@ -15,13 +15,10 @@ import (
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
@@ -114,10 +111,6 @@ func New(cfg Config) (*Operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
 	o := &Operator{
 		cfg: cfg, kube: kube, config: cfgClient, dynamic: dyn, clock: cfg.Clock,
 		metrics:  cfg.Metrics,
@@ -129,11 +122,8 @@ func New(cfg Config) (*Operator, error) {
 	o.recorder = o.events.NewRecorder(eventScheme(), corev1.EventSource{Component: "payload-applier", Host: cfg.Identity})
 	self := apply.DefaultSelf()
 	self.Namespace = cfg.Namespace
-	o.engine, err = apply.New(apply.Config{
+	o.engine, err = apply.NewForConfig(rc, apply.Config{
 		Dynamic:     dyn,
-		REST:        kube.CoreV1().RESTClient(),
-		Mapper:      restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		Ledger:      &apply.ConfigMapLedger{Client: kube, Namespace: cfg.Namespace, Name: self.Ledger},
 		Self:        self,
 		Recorder:    o.recorder,
 		EventObject: o.cvRef,

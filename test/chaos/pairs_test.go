@@ -10,12 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -35,23 +31,12 @@ func engineOptions(mode graph.Mode) apply.SyncOptions {
 // newEngine builds an engine acting as cfg's user, its ledger in ledgerNS.
 func newEngine(t *testing.T, cfg *rest.Config, ledgerNS string) *apply.Engine {
 	t.Helper()
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := apply.New(apply.Config{
-		Dynamic: dyn,
-		REST:    kube.CoreV1().RESTClient(),
-		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		Ledger:  &apply.ConfigMapLedger{Client: kube, Namespace: ledgerNS, Name: ledgerName},
+	e, err := apply.NewForConfig(cfg, apply.Config{
+		Ledger: &apply.ConfigMapLedger{Client: kube, Namespace: ledgerNS, Name: ledgerName},
 	})
 	if err != nil {
 		t.Fatal(err)

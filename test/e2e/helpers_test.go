@@ -88,16 +88,8 @@ func newClients(t testing.TB) *clients {
 // newEngine builds an engine whose ledger lives in ledgerNS.
 func newEngine(t testing.TB, c *clients, ledgerNS string) *apply.Engine {
 	t.Helper()
-	cfg := testCluster.RESTConfig()
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := apply.New(apply.Config{
-		Dynamic: c.dynamic,
-		REST:    c.kube.CoreV1().RESTClient(),
-		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		Ledger:  &apply.ConfigMapLedger{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
+	e, err := apply.NewForConfig(testCluster.RESTConfig(), apply.Config{
+		Ledger: &apply.ConfigMapLedger{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,46 @@
+package apply
+
+import (
+	"cmp"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// NewForConfig builds an Engine on the cluster rc points at, filling what
+// cfg leaves unset: the dynamic client, the REST client that sends
+// DELETEs, a cached discovery RESTMapper and the ConfigMap ledger that
+// cfg.Self names.
+func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
+	if cfg.Dynamic == nil {
+		dyn, err := dynamic.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Dynamic = dyn
+	}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.REST == nil {
+		cfg.REST = kube.CoreV1().RESTClient()
+	}
+	if cfg.Mapper == nil {
+		disc, err := discovery.NewDiscoveryClientForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	}
+	if cfg.Ledger == nil {
+		def := DefaultSelf()
+		cfg.Ledger = &ConfigMapLedger{Client: kube,
+			Namespace: cmp.Or(cfg.Self.Namespace, def.Namespace), Name: cmp.Or(cfg.Self.Ledger, def.Ledger)}
+	}
+	return New(cfg)
+}
