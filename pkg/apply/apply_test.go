@@ -17,16 +17,22 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/graph"
 )
 
-// writeRecorder is a fake cluster of ConfigMaps that records every write
-// and answers applies with the object as sent.
-func writeRecorder(t *testing.T, objs ...runtime.Object) (*Engine, *[]clienttesting.Action) {
-	t.Helper()
+// fakeConfigMaps is a fake cluster that serves ConfigMaps holding objs.
+func fakeConfigMaps(objs ...runtime.Object) (*meta.DefaultRESTMapper, *dynamicfake.FakeDynamicClient) {
 	// The default version lets a lookup by kind alone resolve, as discovery
 	// does in a cluster.
 	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{configMapsGVR: "ConfigMapList"}, objs...)
+	return rm, dyn
+}
+
+// writeRecorder is an engine on fakeConfigMaps, with its ledger in store,
+// that records every write and answers applies with the object as sent.
+func writeRecorder(t *testing.T, store LedgerStore, objs ...runtime.Object) (*Engine, *[]clienttesting.Action) {
+	t.Helper()
+	rm, dyn := fakeConfigMaps(objs...)
 	var writes []clienttesting.Action
 	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetVerb() == "get" || a.GetVerb() == "list" {
@@ -43,7 +49,7 @@ func writeRecorder(t *testing.T, objs ...runtime.Object) (*Engine, *[]clienttest
 		}
 		return false, nil, nil
 	})
-	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &MemoryLedger{}})
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +57,7 @@ func writeRecorder(t *testing.T, objs ...runtime.Object) (*Engine, *[]clienttest
 }
 
 func TestCreatesArePOSTs(t *testing.T) {
-	e, writes := writeRecorder(t)
+	e, writes := writeRecorder(t, &MemoryLedger{})
 	rel := planRelease(t, planDoc{"0000_50_a_01_new.yaml", cmYAML("new", "v")})
 	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeInstall})
 	if err != nil || !res.Complete() {
@@ -78,7 +84,7 @@ func TestTheFirstChangeAfterACreateAdoptsItsFieldsForApply(t *testing.T) {
 		Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
 		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:key":{}}}`)},
 	}})
-	e, writes := writeRecorder(t, created, applied)
+	e, writes := writeRecorder(t, &MemoryLedger{}, created, applied)
 	rel := planRelease(t,
 		planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "new")},
 		planDoc{"0000_50_b_01_b.yaml", cmYAML("b", "new")})

@@ -316,14 +316,13 @@ func (p *pass) markUnrun() {
 // be reported as deletions in progress. It only reads; it never issues a
 // delete.
 func (p *pass) trackOrphanedDeletes(ctx context.Context) {
-	inPayload := deleteIDs(p.rel)
 	for _, rec := range p.e.ledger.all() {
-		inProgressOrphan := rec.State == DeleteInProgress && !inPayload[rec.ID]
+		inProgressOrphan := rec.State == DeleteInProgress && !p.marked[rec.ID]
 		if !inProgressOrphan && rec.State != DeletePending {
 			continue
 		}
 		_ = p.e.observeRecord(ctx, rec)
-		if rec.State == DeletePending && !inPayload[rec.ID] {
+		if rec.State == DeletePending && !p.marked[rec.ID] {
 			p.abandon(ctx, rec)
 		}
 	}
@@ -342,15 +341,4 @@ func (p *pass) abandon(ctx context.Context, rec DeleteRecord) {
 	p.e.ledger.set(latest)
 	p.e.warn("DeleteAbandoned", fmt.Sprintf("Release %s asked to delete %s (%s), but the delete was still waiting and release %s no longer asks for it; the object is left in place.",
 		latest.Release, latest.ID, latest.File, p.rel.Version))
-}
-
-// deleteIDs is the set of objects rel marks for deletion.
-func deleteIDs(rel *payload.Release) map[payload.ObjectID]bool {
-	ids := map[payload.ObjectID]bool{}
-	for _, m := range rel.Manifests {
-		if m.Delete() {
-			ids[m.ID()] = true
-		}
-	}
-	return ids
 }

@@ -127,7 +127,7 @@ func TestPendingRecordOfATerminatingObjectIsInProgress(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			e, _ := writeRecorder(t, tc.live)
+			e, _ := writeRecorder(t, &MemoryLedger{}, tc.live)
 			id := planRelease(t, planDoc{"0000_50_a_01_old.yaml", cmYAML("old", "v", deleteAnn)}).Manifests[0].ID()
 			if err := e.ledger.store.Save(ctx, []DeleteRecord{{ID: id, Release: "1.0.0", State: DeletePending}}); err != nil {
 				t.Fatal(err)

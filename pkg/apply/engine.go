@@ -225,8 +225,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	p := newPass(e, rel, opts)
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
-	marked := deleteIDs(rel)
-	e.ledger.prune(func(r DeleteRecord) bool { return marked[r.ID] })
+	e.ledger.prune(func(r DeleteRecord) bool { return p.marked[r.ID] })
 	if opts.Mode == graph.ModeUpdate {
 		if err := p.claimDeletes(ctx); err != nil {
 			return nil, err

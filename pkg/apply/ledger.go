@@ -147,12 +147,6 @@ func (l *ledger) setLocked(rec DeleteRecord) {
 	l.changes++
 }
 
-// put stores rec and waits until the store has it.
-func (l *ledger) put(ctx context.Context, rec DeleteRecord) error {
-	l.set(rec)
-	return l.flush(ctx)
-}
-
 // putAll stores several records and waits until the store has them.
 func (l *ledger) putAll(ctx context.Context, recs []DeleteRecord) error {
 	l.mu.Lock()

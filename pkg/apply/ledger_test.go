@@ -13,12 +13,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -40,7 +38,7 @@ func (s *failingStore) Save(ctx context.Context, recs []DeleteRecord) error {
 	return s.MemoryLedger.Save(ctx, recs)
 }
 
-func TestLedgerPutSavesARecordWhoseEarlierSaveFailed(t *testing.T) {
+func TestLedgerSavesARecordWhoseEarlierSaveFailed(t *testing.T) {
 	ctx := context.Background()
 	store := &failingStore{}
 	l := newLedger(store)
@@ -48,17 +46,17 @@ func TestLedgerPutSavesARecordWhoseEarlierSaveFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: "x"}
-	if err := l.put(ctx, DeleteRecord{ID: id, State: DeleteInProgress}); err != nil {
+	if err := l.putAll(ctx, []DeleteRecord{{ID: id, State: DeleteInProgress}}); err != nil {
 		t.Fatal(err)
 	}
 	done := DeleteRecord{ID: id, State: DeleteCompleted}
 	store.failures = 1
-	if err := l.put(ctx, done); err == nil {
+	if err := l.putAll(ctx, []DeleteRecord{done}); err == nil {
 		t.Fatal("the injected save failure was not reported")
 	}
 	// The next pass records the same outcome again; the store must now
 	// get it, or it keeps saying InProgress until something else changes.
-	if err := l.put(ctx, done); err != nil {
+	if err := l.putAll(ctx, []DeleteRecord{done}); err != nil {
 		t.Fatal(err)
 	}
 	recs, _ := store.Load(ctx)
@@ -91,7 +89,7 @@ func TestLedgerFlushCommitsWaitingChangesTogether(t *testing.T) {
 		return DeleteRecord{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}, State: DeleteCompleted}
 	}
 	first := make(chan error, 1)
-	go func() { first <- l.put(ctx, rec("a")) }()
+	go func() { first <- l.putAll(ctx, []DeleteRecord{rec("a")}) }()
 	<-store.started // the first save runs and holds the store
 
 	const waiters = 10
@@ -282,12 +280,12 @@ func actionVerbs(as []clienttesting.Action) []string {
 // countingStore records how many DELETEs the cluster had seen at each save.
 type countingStore struct {
 	MemoryLedger
-	deletes       *int
+	deletes       func() int
 	deletesAtSave []int
 }
 
 func (s *countingStore) Save(ctx context.Context, recs []DeleteRecord) error {
-	s.deletesAtSave = append(s.deletesAtSave, *s.deletes)
+	s.deletesAtSave = append(s.deletesAtSave, s.deletes())
 	return s.MemoryLedger.Save(ctx, recs)
 }
 
@@ -302,25 +300,23 @@ func TestSyncSavesTheLedgerOnceBeforeAndOnceAfterItsDeletes(t *testing.T) {
 	}
 	rel := planRelease(t, docs...)
 
-	rm := meta.NewDefaultRESTMapper(nil)
-	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMapsGVR: "ConfigMapList"}, objs...)
-	deletes := 0
-	dyn.PrependReactor("delete", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		deletes++
-		return false, nil, nil
-	})
-	store := &countingStore{deletes: &deletes}
-	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: store})
-	if err != nil {
-		t.Fatal(err)
+	store := &countingStore{}
+	e, writes := writeRecorder(t, store, objs...)
+	deleteCount := func() int {
+		n := 0
+		for _, w := range *writes {
+			if w.GetVerb() == "delete" {
+				n++
+			}
+		}
+		return n
 	}
+	store.deletes = deleteCount
 	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeUpdate})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if deletes != n {
+	if deletes := deleteCount(); deletes != n {
 		t.Fatalf("%d DELETEs, want %d", deletes, n)
 	}
 	// The claim is stored before the first DELETE, the outcomes after the

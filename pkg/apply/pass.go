@@ -35,9 +35,11 @@ type pass struct {
 
 	// results is indexed like rel.Manifests; each task writes only its own slot.
 	results []ObjectResult
-	done    int
-	doneMu  sync.Mutex
-	total   int
+	// marked is the set of objects the release marks for deletion.
+	marked map[payload.ObjectID]bool
+	done   int
+	doneMu sync.Mutex
+	total  int
 
 	// snapshots caches one LIST per (resource, namespace) that many
 	// manifests share, so a resync reads far less than once per manifest.
@@ -90,6 +92,7 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		rel:       rel,
 		opts:      opts,
 		results:   make([]ObjectResult, len(rel.Manifests)),
+		marked:    map[payload.ObjectID]bool{},
 		groupSize: map[listKey]int{},
 		readers:   map[listKey]map[string]int{},
 		snapshots: map[listKey]*snapshot{},
@@ -99,6 +102,7 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		key := listKey{gvk: m.GVK, namespace: m.Obj.GetNamespace()}
 		p.groupSize[key]++
 		if m.Delete() {
+			p.marked[m.ID()] = true
 			continue
 		}
 		p.total++

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -211,11 +210,8 @@ func liveCM(name, value string, finalizers ...string) *unstructured.Unstructured
 // resourceVersion, as a server would. It counts the dry runs.
 func planEngine(t *testing.T, ledger LedgerStore, objs ...runtime.Object) (*Engine, *int) {
 	t.Helper()
-	rm := meta.NewDefaultRESTMapper(nil)
-	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	rm, dyn := fakeConfigMaps(objs...)
 	rm.Add(crdGVK, meta.RESTScopeRoot)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMapsGVR: "ConfigMapList"}, objs...)
 	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetVerb() == "get" || a.GetVerb() == "list" {
 			return false, nil, nil
