@@ -217,16 +217,12 @@ func (e *env) waitGone(ctx context.Context, objs []*unstructured.Unstructured, t
 // cleanup deletes objs (namespaces last) and namespaces, and waits until
 // all are gone, so that the next measurement starts from an empty cluster.
 func (e *env) cleanup(ctx context.Context, objs []*unstructured.Unstructured, namespaces []string) error {
-	var rest, nss []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
-			nss = append(nss, o)
-			continue
+	nss, others := splitNamespaces(objs)
+	var rest []*unstructured.Unstructured
+	for _, o := range others {
+		if !keepOnCleanup(o) {
+			rest = append(rest, o)
 		}
-		if keepOnCleanup(o) {
-			continue
-		}
-		rest = append(rest, o)
 	}
 	for _, ns := range namespaces {
 		nss = append(nss, namespaceObject(ns))
@@ -258,12 +254,7 @@ func (e *env) cleanup(ctx context.Context, objs []*unstructured.Unstructured, na
 // objects, and waits until they are gone: the namespace controller empties
 // them faster than one DELETE per object would.
 func (e *env) deleteNamespaces(ctx context.Context, w *workload) error {
-	var nss []*unstructured.Unstructured
-	for _, o := range w.objects {
-		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
-			nss = append(nss, o)
-		}
-	}
+	nss, _ := splitNamespaces(w.objects)
 	for _, ns := range w.namespaces {
 		nss = append(nss, namespaceObject(ns))
 	}

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
 
@@ -171,14 +169,10 @@ func (b *bench) realPayload(ctx context.Context, tools []tool) error {
 	if err := b.e.createNamespaces(ctx, w.namespaces); err != nil {
 		return err
 	}
-	var nonNamespaces []*unstructured.Unstructured
+	nsObjects, nonNamespaces := splitNamespaces(w.objects)
 	var payloadNamespaces []string
-	for _, o := range w.objects {
-		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
-			payloadNamespaces = append(payloadNamespaces, o.GetName())
-		} else {
-			nonNamespaces = append(nonNamespaces, o)
-		}
+	for _, o := range nsObjects {
+		payloadNamespaces = append(payloadNamespaces, o.GetName())
 	}
 	run := func(t tool, install string, w *workload) error {
 		// Operators report their ClusterOperators Available as soon as they

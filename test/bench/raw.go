@@ -64,20 +64,26 @@ func rawResource(dyn dynamic.Interface, mapper meta.RESTMapper, obj *unstructure
 	return dyn.Resource(m.Resource), nil
 }
 
-// install creates every object: namespaces first, then the rest.
-func (t *rawTool) install(ctx context.Context, w *workload) error {
-	dyn, mapper, err := t.clients()
-	if err != nil {
-		return err
-	}
-	var nss, rest []*unstructured.Unstructured
-	for _, o := range w.objects {
+// splitNamespaces separates the Namespaces, which must exist before the
+// objects in them and go after them.
+func splitNamespaces(objs []*unstructured.Unstructured) (nss, rest []*unstructured.Unstructured) {
+	for _, o := range objs {
 		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
 			nss = append(nss, o)
 		} else {
 			rest = append(rest, o)
 		}
 	}
+	return nss, rest
+}
+
+// install creates every object: namespaces first, then the rest.
+func (t *rawTool) install(ctx context.Context, w *workload) error {
+	dyn, mapper, err := t.clients()
+	if err != nil {
+		return err
+	}
+	nss, rest := splitNamespaces(w.objects)
 	for _, set := range [][]*unstructured.Unstructured{nss, rest} {
 		errs := parallel(ctx, len(set), rawWorkers, func(ctx context.Context, i int) error {
 			ri, err := rawResource(dyn, mapper, set[i])
@@ -148,14 +154,7 @@ func (t *rawTool) remove(ctx context.Context, w *workload) error {
 	if err != nil {
 		return err
 	}
-	var nss, rest []*unstructured.Unstructured
-	for _, o := range w.objects {
-		if o.GetKind() == "Namespace" && o.GroupVersionKind().Group == "" {
-			nss = append(nss, o)
-		} else {
-			rest = append(rest, o)
-		}
-	}
+	nss, rest := splitNamespaces(w.objects)
 	for _, set := range [][]*unstructured.Unstructured{rest, nss} {
 		errs := parallel(ctx, len(set), rawWorkers, func(ctx context.Context, i int) error {
 			ri, err := rawResource(dyn, mapper, set[i])
