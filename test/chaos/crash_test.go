@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -28,18 +27,12 @@ import (
 // no delete lost (every marked object gone, the stored ledger agreeing) and
 // no object deleted twice, per the audit log.
 func TestOperatorSurvivesSIGKILLDuringAnUpdateWithDeletes(t *testing.T) {
-	seed := seedFor(t)
-	rng := rand.New(rand.NewSource(seed))
 	ctx := context.Background()
 	resetStartCV(t)
-	opNS := testCluster.CreateNamespace(t)
-	namespaces := []string{testCluster.CreateNamespace(t), testCluster.CreateNamespace(t)}
 	// More crashes get more objects, so that deletes stay pending through
 	// most of them: held objects are released one at a time.
-	sc := operatorScenario(rng, fmt.Sprintf("chaos-crash-%06d", rng.Intn(1_000_000)), namespaces, 6+*flagCrashes/2, false)
-	t.Logf("scenario:\n%s", sc.describe())
-	e := newEnv(t, sc)
-	e.createBystanders(t, ctx)
+	run := newOperatorRun(t, "crash", 6+*flagCrashes/2, false)
+	rng, opNS, sc, e := run.rng, run.opNS, run.sc, run.e
 	procOpts := processOptions{store: sc.writeStore(t), namespace: opNS, user: userCrash}
 
 	installer := startOperator(t, procOpts)

@@ -115,31 +115,28 @@ func (c *clearer) close() {
 // that is terminating now: the synchronous version for in-process tests.
 func releaseTerminating(t *testing.T, ctx context.Context, e *env) int {
 	t.Helper()
-	n := 0
-	for _, o := range e.sc.marked() {
-		if !o.hold {
-			continue
-		}
-		live, err := e.get(ctx, o)
-		if err != nil {
-			t.Fatalf("read %s: %v", o, err)
-		}
-		if live == nil || live.GetDeletionTimestamp() == nil {
-			continue
-		}
-		if err := e.release(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-			t.Fatalf("release %s: %v", o, err)
-		}
-		n++
-	}
-	return n
+	return len(e.releaseHeld(t, ctx, -1))
 }
 
 // releaseOneTerminating removes the finalizer of one held, marked object
 // that is terminating, and names it; "" when none is.
 func (e *env) releaseOneTerminating(t *testing.T, ctx context.Context) string {
 	t.Helper()
+	if released := e.releaseHeld(t, ctx, 1); len(released) > 0 {
+		return released[0]
+	}
+	return ""
+}
+
+// releaseHeld removes the finalizer of up to limit (all when negative)
+// held, marked objects that are terminating, and names them.
+func (e *env) releaseHeld(t *testing.T, ctx context.Context, limit int) []string {
+	t.Helper()
+	var released []string
 	for _, o := range e.sc.marked() {
+		if len(released) == limit {
+			break
+		}
 		if !o.hold {
 			continue
 		}
@@ -153,7 +150,7 @@ func (e *env) releaseOneTerminating(t *testing.T, ctx context.Context) string {
 		if err := e.release(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("release %s: %v", o, err)
 		}
-		return o.String()
+		released = append(released, o.String())
 	}
-	return ""
+	return released
 }

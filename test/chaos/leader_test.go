@@ -2,8 +2,6 @@ package chaos
 
 import (
 	"context"
-	"fmt"
-	"math/rand"
 	"strings"
 	"testing"
 	"time"
@@ -18,16 +16,10 @@ import (
 // from one of them, the Lease holder, and the other must write nothing but
 // its attempts at the Lease.
 func TestTwoOperatorProcessesOneWriter(t *testing.T) {
-	seed := seedFor(t)
-	rng := rand.New(rand.NewSource(seed))
 	ctx := context.Background()
 	resetStartCV(t)
-	opNS := testCluster.CreateNamespace(t)
-	namespaces := []string{testCluster.CreateNamespace(t), testCluster.CreateNamespace(t)}
-	sc := operatorScenario(rng, fmt.Sprintf("chaos-leader-%06d", rng.Intn(1_000_000)), namespaces, 8, false)
-	t.Logf("scenario:\n%s", sc.describe())
-	e := newEnv(t, sc)
-	e.createBystanders(t, ctx)
+	run := newOperatorRun(t, "leader", 8, false)
+	rng, opNS, sc, e := run.rng, run.opNS, run.sc, run.e
 	store := sc.writeStore(t)
 
 	// The ClusterVersion exists before either starts, so that neither

@@ -41,22 +41,42 @@ func operatorScenario(rng *rand.Rand, tag string, namespaces []string, random in
 	})
 }
 
+// operatorRun is where an operator test starts: a seeded operatorScenario
+// over two new namespaces, its env with the bystanders in place, and a
+// namespace for the operator's own objects.
+type operatorRun struct {
+	seed int64
+	rng  *rand.Rand
+	// tag names the scenario's objects: chaos-<name>-<random>.
+	tag  string
+	opNS string
+	sc   *scenario
+	e    *env
+}
+
+func newOperatorRun(t *testing.T, name string, random int, withNamespace bool) *operatorRun {
+	t.Helper()
+	r := &operatorRun{seed: seedFor(t)}
+	r.rng = rand.New(rand.NewSource(r.seed))
+	r.opNS = testCluster.CreateNamespace(t)
+	namespaces := []string{testCluster.CreateNamespace(t), testCluster.CreateNamespace(t)}
+	r.tag = fmt.Sprintf("chaos-%s-%06d", name, r.rng.Intn(1_000_000))
+	r.sc = operatorScenario(r.rng, r.tag, namespaces, random, withNamespace)
+	t.Logf("scenario:\n%s", r.sc.describe())
+	r.e = newEnv(t, r.sc)
+	r.e.createBystanders(t, context.Background())
+	return r
+}
+
 // TestUpdateConvergesThroughAFaultyAPI runs the operator in-process behind
 // the fault proxy, which breaks 10% of its requests (-chaos.fault-rate):
 // 500s, 429s with Retry-After, hangs, resets and lost responses of writes
 // that took effect. The update with deletes must still converge to exactly
 // what v2 asks, with one DELETE per deleted object and no stray write.
 func TestUpdateConvergesThroughAFaultyAPI(t *testing.T) {
-	seed := seedFor(t)
-	rng := rand.New(rand.NewSource(seed))
 	ctx := context.Background()
-	opNS := testCluster.CreateNamespace(t)
-	namespaces := []string{testCluster.CreateNamespace(t), testCluster.CreateNamespace(t)}
-	tag := fmt.Sprintf("chaos-proxy-%06d", rng.Intn(1_000_000))
-	sc := operatorScenario(rng, tag, namespaces, 10, true)
-	t.Logf("scenario:\n%s", sc.describe())
-	e := newEnv(t, sc)
-	e.createBystanders(t, ctx)
+	run := newOperatorRun(t, "proxy", 10, true)
+	seed, rng, tag, opNS, sc, e := run.seed, run.rng, run.tag, run.opNS, run.sc, run.e
 	store := sc.writeStore(t)
 
 	userCfg, err := testCluster.UserRESTConfig(userProxy)

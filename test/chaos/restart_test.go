@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"testing"
 	"time"
 )
@@ -16,16 +15,10 @@ import (
 // apiserver is down. The operator process must stay up and converge to
 // exactly what v2 asks, deleting each marked object once.
 func TestUpdateConvergesAcrossAPIServerRestarts(t *testing.T) {
-	seed := seedFor(t)
-	rng := rand.New(rand.NewSource(seed))
 	ctx := context.Background()
 	resetStartCV(t)
-	opNS := testCluster.CreateNamespace(t)
-	namespaces := []string{testCluster.CreateNamespace(t), testCluster.CreateNamespace(t)}
-	sc := operatorScenario(rng, fmt.Sprintf("chaos-restart-%06d", rng.Intn(1_000_000)), namespaces, 10, false)
-	t.Logf("scenario:\n%s", sc.describe())
-	e := newEnv(t, sc)
-	e.createBystanders(t, ctx)
+	run := newOperatorRun(t, "restart", 10, false)
+	rng, opNS, sc, e := run.rng, run.opNS, run.sc, run.e
 
 	p := startOperator(t, processOptions{store: sc.writeStore(t), namespace: opNS, user: userRestart})
 	alive := func() { p.requireRunning(t) }
