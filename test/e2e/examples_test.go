@@ -15,8 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -233,9 +231,8 @@ func TestExamplesStory(t *testing.T) {
 
 // storyWatcher checks the cluster's state at each step of the story.
 type storyWatcher struct {
-	config  configclient.Interface
-	kube    kubernetes.Interface
-	dynamic dynamic.Interface
+	*clients
+	config configclient.Interface
 }
 
 func newStoryWatcher(t *testing.T, c *cluster.Cluster) *storyWatcher {
@@ -245,15 +242,7 @@ func newStoryWatcher(t *testing.T, c *cluster.Cluster) *storyWatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &storyWatcher{config: cc, kube: kube, dynamic: dyn}
+	return &storyWatcher{clients: newClientsFor(t, cfg), config: cc}
 }
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

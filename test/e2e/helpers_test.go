@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
@@ -69,7 +70,13 @@ type clients struct {
 
 func newClients(t testing.TB) *clients {
 	t.Helper()
-	cfg := testCluster.RESTConfig()
+	return newClientsFor(t, testCluster.RESTConfig())
+}
+
+// newClientsFor builds the clients on cfg: another user, or a config with
+// its own warning handler.
+func newClientsFor(t testing.TB, cfg *rest.Config) *clients {
+	t.Helper()
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -22,11 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
@@ -171,7 +167,8 @@ func TestManifestsDryRunApply(t *testing.T) {
 	warnings := &warningRecorder{}
 	cfg := testCluster.RESTConfig()
 	cfg.WarningHandler = warnings
-	dyn, mapper, kube := dryRunClients(t, cfg)
+	c := newClientsFor(t, cfg)
+	dyn, mapper, kube := c.dynamic, c.mapper, c.kube
 
 	var objs []*unstructured.Unstructured
 	for _, dir := range []string{manifestsDir, filepath.Join(manifestsDir, "crds")} {
@@ -264,23 +261,6 @@ func dryRunApply(ctx context.Context, t *testing.T, dyn dynamic.Interface, mappe
 		t.Fatalf("dry-run apply of %s %s/%s: %v", gvk.Kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return out
-}
-
-func dryRunClients(t *testing.T, cfg *rest.Config) (dynamic.Interface, *restmapper.DeferredDiscoveryRESTMapper, kubernetes.Interface) {
-	t.Helper()
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)), kube
 }
 
 // readObjects parses every YAML document of the .yaml files in dir, not
