@@ -150,11 +150,7 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 	rec.State = DeleteInProgress
 	obj, gone := after, answer == answerGone || apierrors.IsNotFound(err)
 	if !gone {
-		// Read at once unless the answer showed the object terminating.
-		obj, gone = p.awaitGone(ctx, rc, m.Obj.GetName(), uid, answer == answerUnknown)
-		if obj == nil {
-			obj = after
-		}
+		obj, gone = p.awaitGone(ctx, rc, m.Obj.GetName(), uid, after)
 	}
 	if gone {
 		now := metav1.NewTime(p.e.clock.Now())
@@ -177,11 +173,13 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 }
 
 // awaitGone polls until the object with uid is gone or the settle time ends.
-// It returns the last object seen when it is still there.
-func (p *pass) awaitGone(ctx context.Context, rc resourceClient, name string, uid types.UID, immediate bool) (*unstructured.Unstructured, bool) {
-	var last *unstructured.Unstructured
+// It returns the last object seen when it is still there. seen is the
+// object as the DELETE's answer showed it, if it did; without it the first
+// read is at once.
+func (p *pass) awaitGone(ctx context.Context, rc resourceClient, name string, uid types.UID, seen *unstructured.Unstructured) (*unstructured.Unstructured, bool) {
+	last := seen
 	gone := false
-	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.DeleteSettle, immediate, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.DeleteSettle, seen == nil, func(ctx context.Context) (bool, error) {
 		obj, err := p.getFresh(ctx, rc, name)
 		if err != nil {
 			return false, nil
