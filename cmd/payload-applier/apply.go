@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -160,7 +161,7 @@ func writeApplyText(w io.Writer, out *operator.Outcome) {
 	fmt.Fprintf(w, "Upgradeable=%s %s\n", out.Upgradeable.Status, out.Upgradeable.Reason)
 }
 
-func finalizerNote(d apply.DeleteRecord) string {
+func finalizerNote(d deletion.Record) string {
 	if len(d.Finalizers) == 0 {
 		return ""
 	}
@@ -178,7 +179,7 @@ type applyJSON struct {
 	LoadError   string                                  `json:"loadError,omitempty"`
 	Errors      []string                                `json:"errors"`
 	Objects     []objectJSON                            `json:"objects"`
-	Deletes     []apply.DeleteRecord                    `json:"deletesInProgress"`
+	Deletes     []deletion.Record                       `json:"deletesInProgress"`
 	Upgradeable configv1.ClusterOperatorStatusCondition `json:"upgradeable"`
 }
 
@@ -191,7 +192,7 @@ type objectJSON struct {
 
 func writeApplyJSON(w io.Writer, out *operator.Outcome) error {
 	doc := applyJSON{Target: out.Target, Applied: out.Applied, Mode: string(out.Mode), Upgradeable: out.Upgradeable,
-		Errors: []string{}, Objects: []objectJSON{}, Deletes: []apply.DeleteRecord{}}
+		Errors: []string{}, Objects: []objectJSON{}, Deletes: []deletion.Record{}}
 	if out.Refused != nil {
 		doc.Refused = out.Refused.Error()
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
@@ -47,7 +48,7 @@ type statusJSON struct {
 	Current string                        `json:"current"`
 	Desired configv1.Release              `json:"desired"`
 	Status  configv1.ClusterVersionStatus `json:"status"`
-	Deletes []apply.DeleteRecord          `json:"deletes"`
+	Deletes []deletion.Record             `json:"deletes"`
 }
 
 func (o *statusOptions) run(cmd *cobra.Command) error {
@@ -71,12 +72,12 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitFailed, fmt.Errorf("get ClusterVersion %s: %w", o.name, err))
 	}
-	ledger := &apply.ConfigMapLedger{Client: kube, Namespace: o.cluster.namespace, Name: apply.DefaultSelf().Ledger}
+	ledger := &deletion.ConfigMapStore{Client: kube, Namespace: o.cluster.namespace, Name: apply.DefaultSelf().Ledger}
 	records, err := ledger.Load(ctx)
 	if err != nil {
 		return withExitCode(exitFailed, err)
 	}
-	doc := statusJSON{Current: precondition.LastCompletedVersion(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []apply.DeleteRecord{}}
+	doc := statusJSON{Current: precondition.LastCompletedVersion(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []deletion.Record{}}
 	for _, r := range records {
 		if !r.Done() || r.ReappearedAt != nil {
 			doc.Deletes = append(doc.Deletes, r)

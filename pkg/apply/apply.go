@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/csaupgrade"
-	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -57,7 +56,7 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	if attempt == 0 {
 		live, err = p.get(ctx, m, rc)
 	} else {
-		live, err = p.getFresh(ctx, rc, m.Obj.GetName())
+		live, err = rc.read(ctx, m.Obj.GetName())
 	}
 	if err != nil {
 		return ActionFailed, err
@@ -76,7 +75,7 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 		return ActionSkipped, nil
 	case p.e.unchanged(m, want, live):
 		action = ActionUnchanged
-	case p.opts.Mode == graph.ModeReconcile && p.e.applyChangesNothing(ctx, rc, want, live):
+	case p.opts.Mode == graph.ModeReconcile && applyChangesNothing(ctx, rc, want, live):
 		// The server drops or normalizes something the manifest sets.
 		action = ActionUnchanged
 	default:
@@ -123,12 +122,12 @@ func (e *Engine) adoptCreatedFields(ctx context.Context, rc resourceClient, live
 // a warning, and a create the apply path cannot express goes through the
 // Go type, both as the CVO's typed clients would behave.
 func (e *Engine) write(ctx context.Context, m *payload.Manifest, rc resourceClient, want *unstructured.Unstructured, creating bool) (*unstructured.Unstructured, error) {
-	live, err := e.serverSideApply(ctx, rc, want)
+	live, err := rc.apply(ctx, want, false)
 	if dropped := dropUndeclared(want, err); len(dropped) > 0 {
 		e.rememberUndeclared(m, dropped)
 		e.warn("UndeclaredFieldsDropped", fmt.Sprintf("%s (%s): dropped fields its schema does not declare: %s",
 			m.ID(), m.Position(), strings.Join(dropped, ", ")))
-		live, err = e.serverSideApply(ctx, rc, want)
+		live, err = rc.apply(ctx, want, false)
 	}
 	if creating && apierrors.IsInvalid(err) {
 		if created, typed, cerr := e.createTyped(ctx, rc, want); typed {
@@ -146,36 +145,12 @@ func (e *Engine) write(ctx context.Context, m *payload.Manifest, rc resourceClie
 // expects to write what changed. The dry run costs one request, only when
 // the comparison already found a difference; a real drift then costs two.
 // When the dry run fails, the write path decides.
-func (e *Engine) applyChangesNothing(ctx context.Context, rc resourceClient, want, live *unstructured.Unstructured) bool {
-	data, err := want.MarshalJSON()
+func applyChangesNothing(ctx context.Context, rc resourceClient, want, live *unstructured.Unstructured) bool {
+	dry, err := rc.apply(ctx, want, true)
 	if err != nil {
 		return false
 	}
-	dry, err := rc.ri.Patch(ctx, want.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}})
-	if err != nil {
-		return false
-	}
-	return equality.Semantic.DeepEqual(withoutManagedFields(live), withoutManagedFields(dry))
-}
-
-// withoutManagedFields is obj's content without the field ownership, which a
-// dry run reports as if the apply had taken it.
-func withoutManagedFields(obj *unstructured.Unstructured) map[string]interface{} {
-	out := make(map[string]interface{}, len(obj.Object))
-	for k, v := range obj.Object {
-		out[k] = v
-	}
-	if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
-		m := make(map[string]interface{}, len(md))
-		for k, v := range md {
-			if k != "managedFields" {
-				m[k] = v
-			}
-		}
-		out["metadata"] = m
-	}
-	return out
+	return equality.Semantic.DeepEqual(withoutServerFields(live.Object), withoutServerFields(dry.Object))
 }
 
 // withoutUndeclared removes the fields an earlier apply found undeclared, so
@@ -194,17 +169,6 @@ func (e *Engine) rememberUndeclared(m *payload.Manifest, paths []string) {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
 	e.undeclared[m.ID()] = paths
-}
-
-func (p *pass) getFresh(ctx context.Context, rc resourceClient, name string) (*unstructured.Unstructured, error) {
-	obj, err := rc.ri.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		if isNotFound(err) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	return obj, nil
 }
 
 // checkHealth applies the CVO's post-apply checks. Install skips all but the
@@ -234,7 +198,7 @@ func (p *pass) awaitEstablished(ctx context.Context, m *payload.Manifest, rc res
 	h := Health{Reason: ReasonCRDNotEstablished, Effect: EffectNone,
 		Message: "CustomResourceDefinition " + m.Obj.GetName() + " did not become Established in " + p.opts.EstablishTimeout.String()}
 	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, p.opts.EstablishTimeout, true, func(ctx context.Context) (bool, error) {
-		obj, err := p.getFresh(ctx, rc, m.Obj.GetName())
+		obj, err := rc.read(ctx, m.Obj.GetName())
 		if err != nil || obj == nil {
 			return false, nil
 		}
@@ -250,28 +214,10 @@ func (p *pass) awaitEstablished(ctx context.Context, m *payload.Manifest, rc res
 	return live, h
 }
 
-// desiredObject is the manifest as sent to the server: without status, which
-// belongs to controllers, and without server-owned metadata.
+// desiredObject is the manifest as sent to the server: without status and
+// server-owned metadata.
 func desiredObject(m *payload.Manifest) *unstructured.Unstructured {
-	obj := m.Obj.DeepCopy()
-	delete(obj.Object, "status")
-	if md, ok := obj.Object["metadata"].(map[string]interface{}); ok {
-		for _, f := range []string{"creationTimestamp", "resourceVersion", "uid", "generation", "managedFields", "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds"} {
-			delete(md, f)
-		}
-	}
-	return obj
-}
-
-// serverSideApply writes obj with server-side apply, forcing ownership of the
-// fields the manifest sets: the payload is the source of truth for them.
-func (e *Engine) serverSideApply(ctx context.Context, rc resourceClient, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	data, err := obj.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return rc.ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager, Force: ptr.To(true)})
+	return &unstructured.Unstructured{Object: withoutServerFields(m.Obj.DeepCopy().Object)}
 }
 
 func manifestHash(m *payload.Manifest) uint64 {

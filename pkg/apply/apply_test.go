@@ -14,6 +14,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 )
 
@@ -30,7 +31,7 @@ func fakeConfigMaps(objs ...runtime.Object) (*meta.DefaultRESTMapper, *dynamicfa
 
 // writeRecorder is an engine on fakeConfigMaps, with its ledger in store,
 // that records every write and answers applies with the object as sent.
-func writeRecorder(t *testing.T, store LedgerStore, objs ...runtime.Object) (*Engine, *[]clienttesting.Action) {
+func writeRecorder(t *testing.T, store deletion.Store, objs ...runtime.Object) (*Engine, *[]clienttesting.Action) {
 	t.Helper()
 	rm, dyn := fakeConfigMaps(objs...)
 	var writes []clienttesting.Action
@@ -57,7 +58,7 @@ func writeRecorder(t *testing.T, store LedgerStore, objs ...runtime.Object) (*En
 }
 
 func TestCreatesArePOSTs(t *testing.T) {
-	e, writes := writeRecorder(t, &MemoryLedger{})
+	e, writes := writeRecorder(t, &deletion.MemoryStore{})
 	rel := planRelease(t, planDoc{"0000_50_a_01_new.yaml", cmYAML("new", "v")})
 	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeInstall})
 	if err != nil || !res.Complete() {
@@ -84,7 +85,7 @@ func TestTheFirstChangeAfterACreateAdoptsItsFieldsForApply(t *testing.T) {
 		Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1",
 		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:key":{}}}`)},
 	}})
-	e, writes := writeRecorder(t, &MemoryLedger{}, created, applied)
+	e, writes := writeRecorder(t, &deletion.MemoryStore{}, created, applied)
 	rel := planRelease(t,
 		planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "new")},
 		planDoc{"0000_50_b_01_b.yaml", cmYAML("b", "new")})

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,88 +14,98 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
-
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
 
 // claimDeletes records, before any delete runs, that this update asks for
 // every delete its payload carries. A delete that pacing holds back then
 // still belongs to this update, and later passes in any mode issue it.
 func (p *pass) claimDeletes(ctx context.Context) error {
-	var claims []DeleteRecord
+	var claims []deletion.Record
 	for _, m := range p.rel.Manifests {
 		if !m.Delete() {
 			continue
 		}
-		if _, ok := p.e.ledger.get(m.ID()); ok {
-			continue
+		step := p.next(m, deletion.Observation{Kind: deletion.Claim})
+		if step.Save {
+			claims = append(claims, step.Record)
 		}
-		claims = append(claims, DeleteRecord{ID: m.ID(), File: m.Position(), Release: p.rel.Version, State: DeletePending})
 	}
-	return p.e.ledger.putAll(ctx, claims)
+	return p.e.ledger.PutAll(ctx, claims)
+}
+
+// next runs the delete transition of manifest m on the ledger's record,
+// filling in what every observation of this pass shares.
+func (p *pass) next(m *payload.Manifest, obs deletion.Observation) deletion.Step {
+	obs.ID, obs.File, obs.Release = m.ID(), m.Position(), p.rel.Version
+	obs.Update, obs.Now = p.opts.Mode == graph.ModeUpdate, p.e.clock.Now()
+	var prev *deletion.Record
+	if r, ok := p.e.ledger.Get(obs.ID); ok {
+		prev = &r
+	}
+	return deletion.Next(prev, obs)
 }
 
 // deleteTask is the graph task function for a delete manifest. It issues at
 // most one DELETE, never for an object that is already terminating, and
-// returns a graph.ErrWaiting error while the object is still there so that
+// returns a *graph.WaitingError while the object is still there so that
 // the next delete of the chain waits for a later pass.
 func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 	m := p.taskManifest(t)
-	id := m.ID()
-	res := p.results[t.Index]
-
 	live, rc, err := p.lookupForDelete(ctx, m)
 	if err != nil {
 		te := taskError(m, "read before delete", err)
-		res.Action, res.Err, res.Message = ActionFailed, te, te.Message
-		p.record(ctx, t.Index, res)
-		return te
+		return p.report(ctx, t, ActionFailed, te.Message, te)
 	}
-	var prev *DeleteRecord
-	if r, ok := p.e.ledger.get(id); ok {
-		prev = &r
+	step := p.e.take(p.next(m, deletion.Observation{Kind: deletion.Look, Live: live}))
+	issued := step.Outcome == deletion.OutcomeIssue
+	if issued {
+		step, err = p.issue(ctx, m, rc, step.Record)
 	}
-	next, outcome := nextDelete(deleteInput{Manifest: m, Release: p.rel.Version, Mode: p.opts.Mode,
-		Record: prev, Live: live, Now: p.e.clock.Now()})
-
-	if outcome == outcomeIssue {
-		return p.issueDelete(ctx, t, m, rc, live, next)
-	}
-	// A mode that starts no delete records nothing about an object it
-	// leaves alone; a record would read as a delete in progress.
-	if outcome == outcomeNotDeleting && prev == nil {
-		res.Action, res.Message = ActionNotDeleted, fmt.Sprintf("present; a %s pass starts no delete", p.opts.Mode)
-		p.record(ctx, t.Index, res)
-		return nil
-	}
-	p.e.ledger.set(next)
-	switch outcome {
-	case outcomeOngoing:
-		res.Action, res.Message = ActionDeleting, ongoingMessage(next)
-		p.record(ctx, t.Index, res)
-		return waiting(id)
-	case outcomeCompleted:
-		p.e.note("DeleteCompleted", fmt.Sprintf("Delete of %s completed.", id))
-		p.e.transition(TransitionCompleted, next)
-		res.Action, res.Message = ActionDeleted, "delete completed"
-	case outcomeAbsent:
-		p.e.transition(TransitionAlreadyDeleted, next)
-		res.Action, res.Message = ActionAlreadyDeleted, "not found: already removed or never installed"
-	case outcomeDone:
-		res.Action, res.Message = ActionAlreadyDeleted, fmt.Sprintf("delete completed at %s", formatTime(next.CompletedAt))
-	case outcomeReappeared:
-		if prev == nil || prev.ReappearedAt == nil || !prev.ReappearedAt.Equal(next.ReappearedAt) {
-			p.e.warn("DeletedObjectReappeared", fmt.Sprintf("%s has reappeared after having been deleted at %s; it is not deleted again.", id, formatTime(next.CompletedAt)))
-			p.e.transition(TransitionReappeared, next)
+	rec := step.Record
+	switch step.Outcome {
+	case deletion.OutcomeOngoing:
+		return p.report(ctx, t, ActionDeleting, rec.Progress(), p.waiting(m))
+	case deletion.OutcomeRequested:
+		return p.report(ctx, t, ActionDeleteRequested, rec.Progress(), p.waiting(m))
+	case deletion.OutcomeReplaced:
+		return p.report(ctx, t, ActionDeleteWaiting, "the object was replaced before the delete; checking again next pass", p.waiting(m))
+	case deletion.OutcomeFailed:
+		te := taskError(m, "delete", err)
+		return p.report(ctx, t, ActionFailed, te.Message, te)
+	case deletion.OutcomeCompleted:
+		msg := "delete completed"
+		if issued {
+			msg = "deleted"
 		}
-		res.Action, res.Message = ActionReappeared, fmt.Sprintf("reappeared after its delete completed at %s; not deleted again", formatTime(next.CompletedAt))
-	case outcomeNotDeleting:
-		res.Action, res.Message = ActionNotDeleted, fmt.Sprintf("present; a %s pass starts no delete", p.opts.Mode)
+		return p.report(ctx, t, ActionDeleted, msg, nil)
+	case deletion.OutcomeAbsent:
+		return p.report(ctx, t, ActionAlreadyDeleted, "not found: already removed or never installed", nil)
+	case deletion.OutcomeDone:
+		return p.report(ctx, t, ActionAlreadyDeleted, "delete completed at "+deletion.FormatTime(rec.CompletedAt), nil)
+	case deletion.OutcomeReappeared:
+		return p.report(ctx, t, ActionReappeared, fmt.Sprintf("reappeared after its delete completed at %s; not deleted again", deletion.FormatTime(rec.CompletedAt)), nil)
+	default: // deletion.OutcomeNotDeleting
+		return p.report(ctx, t, ActionNotDeleted, fmt.Sprintf("present; a %s pass starts no delete", p.opts.Mode), nil)
+	}
+}
+
+// report records a delete task's result and returns the task's error.
+func (p *pass) report(ctx context.Context, t *graph.Task, action Action, msg string, err error) error {
+	res := p.results[t.Index]
+	res.Action, res.Message = action, msg
+	if action == ActionFailed {
+		res.Err = err
 	}
 	p.record(ctx, t.Index, res)
-	return nil
+	return err
+}
+
+// waiting is the error that holds the rest of m's chain for a later pass.
+func (p *pass) waiting(m *payload.Manifest) error {
+	return &graph.WaitingError{On: "the delete of " + m.ID().String()}
 }
 
 // lookupForDelete reads the object a delete manifest names. A kind that no
@@ -110,24 +118,22 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 	if err != nil {
 		return nil, rc, err
 	}
-	live, err := p.getFresh(ctx, rc, m.Obj.GetName())
+	live, err := rc.read(ctx, m.Obj.GetName())
 	return live, rc, err
 }
 
-// issueDelete persists the intent, sends the DELETE with a UID precondition
+// issue sends the DELETE the transition asked for, with a UID precondition
 // so that a recreated object is never the one removed, and watches briefly
-// for the object to vanish.
-func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured, rec DeleteRecord) error {
-	id := m.ID()
-	res := p.results[t.Index]
-	if err := p.e.checkDeletable(p.rel, id); err != nil {
-		return p.failDelete(ctx, t, m, rec, err)
+// for the object to vanish. rec is the record the transition stored; no
+// save comes before the DELETE: the claim is already stored, and after a
+// crash the object itself shows what happened. It returns the last step
+// and, for a failed step, the error.
+func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, rec deletion.Record) (deletion.Step, error) {
+	if err := p.e.checkDeletable(p.rel, m.ID()); err != nil {
+		te := taskError(m, "delete", err)
+		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error()})), te
 	}
-	// No save before the DELETE: the claim is already stored, and after a
-	// crash the object itself shows what happened. Terminating means
-	// delete issued, never issued twice; gone means done.
-	p.e.ledger.set(rec)
-	uid := live.GetUID()
+	uid := rec.UID
 	answer, after, err := p.deleteObject(ctx, rc, m.Obj.GetName(), metav1.DeleteOptions{
 		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
 		Preconditions:     &metav1.Preconditions{UID: &uid},
@@ -135,41 +141,23 @@ func (p *pass) issueDelete(ctx context.Context, t *graph.Task, m *payload.Manife
 	switch {
 	case apierrors.IsNotFound(err):
 		// Gone between our read and our delete.
+		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Settle})), nil
 	case apierrors.IsConflict(err):
-		// Another object took the name: look again next pass.
-		res.Action, res.Message = ActionDeleteWaiting, "the object was replaced before the delete; checking again next pass"
-		p.record(ctx, t.Index, res)
-		return waiting(id)
+		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Replace})), nil
 	case err != nil:
-		rec.LastError = err.Error()
-		return p.failDelete(ctx, t, m, rec, err)
-	default:
-		p.e.note("DeleteRequested", fmt.Sprintf("Delete requested for %s (%s).", id, m.Position()))
-		p.e.transition(TransitionRequested, rec)
+		te := taskError(m, "delete", err)
+		te.Reason = ReasonDeletionFailed
+		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Fail, Reason: string(te.Reason), Message: te.Error(), Detail: err.Error()})), te
 	}
-	rec.State = DeleteInProgress
-	obj, gone := after, answer == answerGone || apierrors.IsNotFound(err)
+	accepted := p.e.take(p.next(m, deletion.Observation{Kind: deletion.Accept}))
+	obj, gone := (*unstructured.Unstructured)(nil), answer == answerGone
 	if !gone {
 		obj, gone = p.awaitGone(ctx, rc, m.Obj.GetName(), uid, after)
 	}
-	if gone {
-		now := metav1.NewTime(p.e.clock.Now())
-		rec.State, rec.CompletedAt, rec.Finalizers = DeleteCompleted, &now, nil
-		p.e.ledger.set(rec)
-		p.e.note("DeleteCompleted", fmt.Sprintf("Delete of %s completed.", id))
-		p.e.transition(TransitionCompleted, rec)
-		res.Action, res.Message = ActionDeleted, "deleted"
-		p.record(ctx, t.Index, res)
-		return nil
+	if !gone && obj == nil {
+		return accepted, nil // never seen after the DELETE: nothing new to record
 	}
-	if obj != nil {
-		rec.DeletionTimestamp = obj.GetDeletionTimestamp()
-		rec.Finalizers = finalizersOf(obj)
-	}
-	p.e.ledger.set(rec)
-	res.Action, res.Message = ActionDeleteRequested, ongoingMessage(rec)
-	p.record(ctx, t.Index, res)
-	return waiting(id)
+	return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Settle, Live: obj})), nil
 }
 
 // awaitGone polls until the object with uid is gone or the settle time ends.
@@ -180,7 +168,7 @@ func (p *pass) awaitGone(ctx context.Context, rc resourceClient, name string, ui
 	last := seen
 	gone := false
 	_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.DeleteSettle, seen == nil, func(ctx context.Context) (bool, error) {
-		obj, err := p.getFresh(ctx, rc, name)
+		obj, err := rc.read(ctx, name)
 		if err != nil {
 			return false, nil
 		}
@@ -234,76 +222,13 @@ func (p *pass) deleteObject(ctx context.Context, rc resourceClient, name string,
 	return answerTerminating, obj, nil
 }
 
-// failDelete records a failed delete: in the ledger, as an Event and as the
-// task's error, which holds back the rest of its chain.
-func (p *pass) failDelete(ctx context.Context, t *graph.Task, m *payload.Manifest, rec DeleteRecord, err error) error {
-	te := taskError(m, "delete", err)
-	if te.Reason != ReasonDeletionRefused {
-		te.Reason = ReasonDeletionFailed
-	}
-	if rec.LastError == "" {
-		rec.LastError = te.Error()
-	}
-	p.e.ledger.set(rec)
-	p.e.warn(string(te.Reason), te.Error())
-	p.e.transition(TransitionFailed, rec)
-	res := p.results[t.Index]
-	res.Action, res.Err, res.Message = ActionFailed, te, te.Message
-	p.record(ctx, t.Index, res)
-	return te
-}
-
-func waiting(id payload.ObjectID) error {
-	return fmt.Errorf("%w: %s is still being deleted", graph.ErrWaiting, id)
-}
-
-func ongoingMessage(r DeleteRecord) string {
-	msg := "delete in progress"
-	if r.DeletionTimestamp != nil {
-		msg += fmt.Sprintf(" since %s", formatTime(r.DeletionTimestamp))
-	}
-	if len(r.Finalizers) > 0 {
-		msg += fmt.Sprintf("; waiting on finalizers %s", strings.Join(r.Finalizers, ", "))
-	}
-	return msg
-}
-
-func formatTime(t *metav1.Time) string {
-	if t == nil {
-		return "an unknown time"
-	}
-	return t.UTC().Format(time.RFC3339)
-}
-
 // markUnrun explains the delete tasks the walk did not reach: each waits on
 // the nearest later delete of its chain that has not completed.
-func (p *pass) markUnrun() {
-	chains := map[string][]int{}
-	for i, m := range p.rel.Manifests {
-		if !m.Delete() {
-			continue
-		}
-		key := m.Component
-		if m.RunLevel < 0 {
-			key = "file:" + m.File
-		}
-		chains[key] = append(chains[key], i)
-	}
-	for _, idx := range chains {
-		sort.Sort(sort.Reverse(sort.IntSlice(idx)))
-		var blocker string
-		for _, i := range idx {
-			r := &p.results[i]
-			switch r.Action {
-			case ActionDeleting, ActionDeleteRequested, ActionDeleteWaiting, ActionFailed:
-				if blocker == "" {
-					blocker = r.ID.String()
-				}
-			case ActionNotRun:
-				if blocker != "" {
-					r.Action, r.Message = ActionDeleteWaiting, "waiting on "+blocker
-				}
-			}
+func (p *pass) markUnrun(walk *graph.Result) {
+	for _, s := range walk.NotRun() {
+		r := &p.results[s.Task.Index]
+		if r.Action == ActionNotRun && s.Cause != nil {
+			r.Action, r.Message = ActionDeleteWaiting, "waiting on "+p.results[s.Cause.Index].ID.String()
 		}
 	}
 }
@@ -311,32 +236,17 @@ func (p *pass) markUnrun() {
 // trackOrphanedDeletes follows the deletes the walk left open: in-progress
 // ones that the current payload no longer names, and pending ones (held
 // back by pacing, or failed) whose object is already gone, which must not
-// be reported as deletions in progress. It only reads; it never issues a
-// delete.
+// be reported as deletions in progress. A pending delete the release no
+// longer asks for is dropped. It only reads; it never issues a delete.
 func (p *pass) trackOrphanedDeletes(ctx context.Context) {
-	for _, rec := range p.e.ledger.all() {
-		inProgressOrphan := rec.State == DeleteInProgress && !p.marked[rec.ID]
-		if !inProgressOrphan && rec.State != DeletePending {
+	for _, rec := range p.e.ledger.All() {
+		orphan := !p.marked[rec.ID]
+		if rec.State != deletion.Pending && (rec.State != deletion.InProgress || !orphan) {
 			continue
 		}
-		_ = p.e.observeRecord(ctx, rec)
-		if rec.State == DeletePending && !p.marked[rec.ID] {
-			p.abandon(ctx, rec)
+		_ = p.e.poll(ctx, rec)
+		if latest, ok := p.e.ledger.Get(rec.ID); ok && orphan {
+			p.e.take(deletion.Next(&latest, deletion.Observation{Kind: deletion.Drop, Release: p.rel.Version, Now: p.e.clock.Now()}))
 		}
 	}
-}
-
-// abandon gives up a delete that pacing held back when the release now
-// applied no longer asks for it. Nothing may delete an object the applied
-// payload does not mark, so the object stays, like any object a release
-// drops; the record says so instead of blocking minor updates forever.
-func (p *pass) abandon(ctx context.Context, rec DeleteRecord) {
-	latest, ok := p.e.ledger.get(rec.ID)
-	if !ok || latest.State != DeletePending {
-		return // observeRecord found it gone
-	}
-	latest.State = DeleteAbandoned
-	p.e.ledger.set(latest)
-	p.e.warn("DeleteAbandoned", fmt.Sprintf("Release %s asked to delete %s (%s), but the delete was still waiting and release %s no longer asks for it; the object is left in place.",
-		latest.Release, latest.ID, latest.File, p.rel.Version))
 }

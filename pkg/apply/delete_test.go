@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 )
 
@@ -120,23 +121,24 @@ func TestPendingRecordOfATerminatingObjectIsInProgress(t *testing.T) {
 	terminating.SetDeletionTimestamp(&ts)
 	tests := map[string]struct {
 		live *unstructured.Unstructured
-		want DeleteState
+		want deletion.State
 	}{
-		"terminating: the lost DELETE went out": {live: terminating, want: DeleteInProgress},
-		"present: never issued":                 {live: liveCM("old", "v"), want: DeleteAbandoned},
+		"terminating: the lost DELETE went out": {live: terminating, want: deletion.InProgress},
+		"present: never issued":                 {live: liveCM("old", "v"), want: deletion.Abandoned},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			e, _ := writeRecorder(t, &MemoryLedger{}, tc.live)
+			store := &deletion.MemoryStore{}
 			id := planRelease(t, planDoc{"0000_50_a_01_old.yaml", cmYAML("old", "v", deleteAnn)}).Manifests[0].ID()
-			if err := e.ledger.store.Save(ctx, []DeleteRecord{{ID: id, Release: "1.0.0", State: DeletePending}}); err != nil {
+			if err := store.Save(ctx, []deletion.Record{{ID: id, Release: "1.0.0", State: deletion.Pending}}); err != nil {
 				t.Fatal(err)
 			}
+			e, _ := writeRecorder(t, store, tc.live)
 			next := planRelease(t, planDoc{"0000_50_a_01_other.yaml", cmYAML("other", "v")})
 			if _, err := e.Sync(ctx, next, SyncOptions{Mode: graph.ModeUpdate}); err != nil {
 				t.Fatal(err)
 			}
-			rec, _ := e.ledger.get(id)
+			rec, _ := e.ledger.Get(id)
 			if rec.State != tc.want {
 				t.Errorf("record is %s, want %s: %+v", rec.State, tc.want, rec)
 			}

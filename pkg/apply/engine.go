@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -43,7 +44,7 @@ type Config struct {
 	// resolve, so that a custom resource applies once its CRD is Established.
 	Mapper meta.ResettableRESTMapper
 	// Ledger persists delete records across restarts.
-	Ledger LedgerStore
+	Ledger deletion.Store
 	// Self names the applier's own objects, which are never deleted.
 	// Zero fields take DefaultSelf's values.
 	Self Self
@@ -55,19 +56,8 @@ type Config struct {
 	Clock clock.Clock
 	// OnDelete, when set, is told of every delete transition the ledger
 	// records, in passes and between them, for metrics. It must not block.
-	OnDelete func(DeleteTransition, DeleteRecord)
+	OnDelete func(deletion.Transition, deletion.Record)
 }
-
-// DeleteTransition names a change the ledger records for a delete.
-type DeleteTransition string
-
-const (
-	TransitionRequested      DeleteTransition = "requested"
-	TransitionCompleted      DeleteTransition = "completed"
-	TransitionAlreadyDeleted DeleteTransition = "already_deleted"
-	TransitionFailed         DeleteTransition = "failed"
-	TransitionReappeared     DeleteTransition = "reappeared"
-)
 
 // Engine applies releases. It is safe for one Sync at a time; Deletes may be
 // called concurrently with a Sync.
@@ -75,12 +65,12 @@ type Engine struct {
 	dynamic   dynamic.Interface
 	rest      rest.Interface
 	mapper    *mapper
-	ledger    *ledger
+	ledger    *deletion.Ledger
 	protected map[payload.ObjectID]string
 	recorder  record.EventRecorder
 	eventObj  runtime.Object
 	clock     clock.Clock
-	onDelete  func(DeleteTransition, DeleteRecord)
+	onDelete  func(deletion.Transition, deletion.Record)
 
 	// applied remembers, per object, the manifest hash and the
 	// resourceVersion our last write produced, so a resync can skip the
@@ -135,7 +125,7 @@ func New(cfg Config) (*Engine, error) {
 		dynamic:       cfg.Dynamic,
 		rest:          cfg.REST,
 		mapper:        newMapper(cfg.Mapper, cfg.Clock),
-		ledger:        newLedger(cfg.Ledger),
+		ledger:        deletion.NewLedger(cfg.Ledger),
 		protected:     cfg.Self.protectedSet(),
 		recorder:      cfg.Recorder,
 		eventObj:      cfg.EventObject,
@@ -219,13 +209,13 @@ func Tasks(rel *payload.Release) []*graph.Task {
 // task failures are in the result.
 func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOptions) (*SyncResult, error) {
 	opts.setDefaults()
-	if err := e.ledger.load(ctx); err != nil {
+	if err := e.ledger.Load(ctx); err != nil {
 		return nil, err
 	}
 	p := newPass(e, rel, opts)
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
-	e.ledger.prune(func(r DeleteRecord) bool { return p.marked[r.ID] })
+	e.ledger.Prune(func(r deletion.Record) bool { return p.marked[r.ID] })
 	if opts.Mode == graph.ModeUpdate {
 		if err := p.claimDeletes(ctx); err != nil {
 			return nil, err
@@ -233,75 +223,49 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	tasks := Tasks(rel)
 	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: opts.Mode, Attempt: opts.Attempt})
-	deleteGraph := graph.BuildDeletes(tasks)
 	parallelism := opts.Parallelism
 	if parallelism == 0 {
 		parallelism = graph.RecommendedParallelism(opts.Mode, applyGraph)
 	}
-	// Applies first, then deletes, whatever the applies did: replacements
-	// exist before old objects go, and no failing apply holds back cleanup.
 	p.prefetchSnapshots(ctx)
-	applyRes := graph.Run(ctx, applyGraph, graph.RunOptions{Parallelism: parallelism}, p.applyTask)
+	walks := graph.RunPass(ctx, graph.Pass{
+		Apply:         applyGraph,
+		ApplyFn:       p.applyTask,
+		ApplyOptions:  graph.RunOptions{Parallelism: parallelism},
+		Delete:        graph.BuildDeletes(tasks),
+		DeleteFn:      p.deleteTask,
+		DeleteOptions: graph.RunOptions{Parallelism: deleteParallelism},
+	})
 	p.waitPrefetch()
-	deleteRes := graph.Run(ctx, deleteGraph, graph.RunOptions{Parallelism: deleteParallelism}, p.deleteTask)
-	p.markUnrun()
+	p.markUnrun(walks.Delete)
 	p.trackOrphanedDeletes(ctx)
-	if err := e.ledger.flush(ctx); err != nil {
+	if err := e.ledger.Flush(ctx); err != nil {
 		// Memory stays right and the next pass saves again; meanwhile a
 		// restart would only re-read from the cluster what was lost.
 		e.warn("DeleteLedgerNotSaved", fmt.Sprintf("The delete ledger could not be saved; the next pass tries again: %v", err))
 	}
-	return p.result(applyRes, deleteRes), nil
+	return p.result(walks), nil
 }
 
 // Deletes reports the ledger's deletes, for Upgradeable and status.
-func (e *Engine) Deletes(ctx context.Context, stuckAfter time.Duration) (DeleteStatus, error) {
-	if err := e.ledger.load(ctx); err != nil {
-		return DeleteStatus{}, err
+func (e *Engine) Deletes(ctx context.Context, stuckAfter time.Duration) (deletion.Summary, error) {
+	if err := e.ledger.Load(ctx); err != nil {
+		return deletion.Summary{}, err
 	}
 	if stuckAfter == 0 {
 		stuckAfter = 10 * time.Minute
 	}
-	return summarizeDeletes(e.ledger.all(), e.clock.Now(), stuckAfter), nil
-}
-
-// summarizeDeletes groups records for status.
-func summarizeDeletes(recs []DeleteRecord, now time.Time, stuckAfter time.Duration) DeleteStatus {
-	var s DeleteStatus
-	for _, r := range recs {
-		if r.ReappearedAt != nil && r.Done() {
-			s.Reappeared = append(s.Reappeared, r)
-		}
-		if r.Done() || r.State == DeleteAbandoned {
-			continue
-		}
-		if r.LastError != "" {
-			s.Failed = append(s.Failed, r)
-		}
-		s.InProgress = append(s.InProgress, r)
-		if r.RequestedAt == nil {
-			continue
-		}
-		age := now.Sub(r.RequestedAt.Time)
-		if age > s.OldestPending {
-			s.OldestPending = age
-		}
-		if r.State == DeleteInProgress && age > stuckAfter {
-			s.Stuck = append(s.Stuck, r)
-		}
-	}
-	return s
+	return deletion.Summarize(e.ledger.All(), e.clock.Now(), stuckAfter), nil
 }
 
 // result assembles the pass's outcome.
-func (p *pass) result(applyRes, deleteRes *graph.Result) *SyncResult {
+func (p *pass) result(walks graph.PassResult) *SyncResult {
 	r := &SyncResult{
-		Release:    p.rel.Version,
-		Mode:       p.opts.Mode,
-		Objects:    p.results,
-		Total:      p.total,
-		Apply:      applyRes,
-		DeleteWalk: deleteRes,
+		Release: p.rel.Version,
+		Mode:    p.opts.Mode,
+		Objects: p.results,
+		Total:   p.total,
+		Walks:   walks,
 	}
 	for _, o := range p.results {
 		if o.Delete {
@@ -314,13 +278,13 @@ func (p *pass) result(applyRes, deleteRes *graph.Result) *SyncResult {
 			r.Done++
 		}
 	}
-	r.Deletes = summarizeDeletes(p.e.ledger.all(), p.e.clock.Now(), p.opts.StuckAfter)
-	p.e.reportStuck(r.Deletes.Stuck)
+	r.Deletes = deletion.Summarize(p.e.ledger.All(), p.e.clock.Now(), p.opts.StuckAfter)
+	p.e.reportStuck(r.Deletes.Stuck, p.opts.StuckAfter)
 	return r
 }
 
 // reportStuck sends one warning Event per delete that became stuck.
-func (e *Engine) reportStuck(stuck []DeleteRecord) {
+func (e *Engine) reportStuck(stuck []deletion.Record, after time.Duration) {
 	e.stuckMu.Lock()
 	defer e.stuckMu.Unlock()
 	for _, r := range stuck {
@@ -328,13 +292,6 @@ func (e *Engine) reportStuck(stuck []DeleteRecord) {
 			continue
 		}
 		e.stuckReported[r.ID] = true
-		e.warn("DeleteStuck", fmt.Sprintf("Delete of %s has been pending since %s; %s", r.ID, formatTime(r.RequestedAt), ongoingMessage(r)))
-	}
-}
-
-// transition reports a delete transition to the OnDelete hook.
-func (e *Engine) transition(t DeleteTransition, rec DeleteRecord) {
-	if e.onDelete != nil {
-		e.onDelete(t, rec)
+		e.take(deletion.Next(&r, deletion.Observation{Kind: deletion.Age, Now: e.clock.Now(), StuckAfter: after}))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -123,7 +124,7 @@ func benchEngine(b *testing.B, rel *payload.Release, present bool) *Engine {
 		}
 		return true, obj, nil
 	})
-	e, err := New(Config{Dynamic: dyn, Mapper: benchMapper{rm}, Ledger: &MemoryLedger{}})
+	e, err := New(Config{Dynamic: dyn, Mapper: benchMapper{rm}, Ledger: &deletion.MemoryStore{}})
 	if err != nil {
 		b.Fatal(err)
 	}

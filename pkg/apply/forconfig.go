@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 )
 
 // NewForConfig builds an Engine on the cluster rc points at, filling what
@@ -39,7 +41,7 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 	}
 	if cfg.Ledger == nil {
 		def := DefaultSelf()
-		cfg.Ledger = &ConfigMapLedger{Client: kube,
+		cfg.Ledger = &deletion.ConfigMapStore{Client: kube,
 			Namespace: cmp.Or(cfg.Self.Namespace, def.Namespace), Name: cmp.Or(cfg.Self.Ledger, def.Ledger)}
 	}
 	return New(cfg)

@@ -4,16 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"sync"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -134,23 +130,12 @@ func (p *pass) record(ctx context.Context, index int, r ObjectResult) {
 
 // resourceFor resolves a manifest to its dynamic resource client.
 func (p *pass) resourceFor(m *payload.Manifest) (resourceClient, error) {
-	mapping, err := p.e.mapper.mapping(m.GVK)
-	if err != nil {
-		return resourceClient{}, err
+	rc, err := p.e.resolve(m.GVK, m.Obj.GetNamespace(), true)
+	if errors.Is(err, errNoNamespace) {
+		return rc, &TaskError{Subject: m.ID(), File: m.Position(), Reason: ReasonInvalid, Effect: EffectFail,
+			Message: fmt.Sprintf("%s is namespaced, but the manifest sets no metadata.namespace", m.GVK.Kind)}
 	}
-	rc := resourceClient{gvr: mapping.Resource}
-	if mapping.Scope.Name() == "namespace" {
-		ns := m.Obj.GetNamespace()
-		if ns == "" {
-			return resourceClient{}, &TaskError{Subject: m.ID(), File: m.Position(), Reason: ReasonInvalid, Effect: EffectFail,
-				Message: fmt.Sprintf("%s is namespaced, but the manifest sets no metadata.namespace", m.GVK.Kind)}
-		}
-		rc.namespace = ns
-		rc.ri = p.e.dynamic.Resource(mapping.Resource).Namespace(ns)
-	} else {
-		rc.ri = p.e.dynamic.Resource(mapping.Resource)
-	}
-	return rc, nil
+	return rc, err
 }
 
 // get reads the live object, from a shared LIST snapshot when many manifests
@@ -163,11 +148,7 @@ func (p *pass) get(ctx context.Context, m *payload.Manifest, rc resourceClient) 
 			return snap.take(name), nil
 		}
 	}
-	obj, err := rc.ri.Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	return obj, err
+	return rc.read(ctx, name)
 }
 
 func (p *pass) snapshot(ctx context.Context, rc resourceClient, key listKey) *snapshot {
@@ -227,19 +208,9 @@ func (p *pass) prefetchSnapshots(ctx context.Context) {
 		if m.Delete() {
 			continue
 		}
-		mapping, err := p.e.mapper.m.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+		rc, err := p.e.resolve(m.GVK, m.Obj.GetNamespace(), false)
 		if err != nil {
 			continue
-		}
-		rc := resourceClient{gvr: mapping.Resource}
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			rc.namespace = m.Obj.GetNamespace()
-			if rc.namespace == "" {
-				continue
-			}
-			rc.ri = p.e.dynamic.Resource(mapping.Resource).Namespace(rc.namespace)
-		} else {
-			rc.ri = p.e.dynamic.Resource(mapping.Resource)
 		}
 		key := listKey{gvk: m.GVK, namespace: rc.namespace}
 		if started[key] || p.groupSize[key] < listThreshold {
@@ -281,25 +252,6 @@ func (p *pass) retry(ctx context.Context, fn func() error) error {
 		return last
 	}
 	return err
-}
-
-// resourceClient is a resolved dynamic client for one manifest.
-type resourceClient struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-	ri        dynamic.ResourceInterface
-}
-
-// path is the API path of the named object.
-func (rc resourceClient) path(name string) string {
-	segs := []string{"/apis", rc.gvr.Group, rc.gvr.Version}
-	if rc.gvr.Group == "" {
-		segs = []string{"/api", rc.gvr.Version}
-	}
-	if rc.namespace != "" {
-		segs = append(segs, "namespaces", rc.namespace)
-	}
-	return path.Join(append(segs, rc.gvr.Resource, name)...)
 }
 
 // taskManifest returns the manifest behind a graph task.

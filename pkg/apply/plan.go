@@ -12,11 +12,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -169,7 +167,7 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 // in the reason of the deletes it holds back, not simulated.
 func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOptions) (*Plan, error) {
 	opts.setDefaults()
-	if err := e.ledger.load(ctx); err != nil {
+	if err := e.ledger.Load(ctx); err != nil {
 		return nil, err
 	}
 	plan := newPlan(rel, opts)
@@ -242,11 +240,11 @@ func (p *pass) planApply(ctx context.Context, m *payload.Manifest) (PlannedActio
 // When the server refuses the dry run (the object is invalid, or the user
 // may only read), the reason names the drifted fields the manifest sets.
 func planUpdate(ctx context.Context, rc resourceClient, want, live *unstructured.Unstructured) (PlanAction, string, error) {
-	next, err := dryRunApply(ctx, rc, want)
+	next, err := rc.apply(ctx, want, true)
 	note := ""
 	if dropped := dropUndeclared(want, err); len(dropped) > 0 {
 		note = "; drops fields its schema does not declare: " + strings.Join(dropped, ", ")
-		next, err = dryRunApply(ctx, rc, want)
+		next, err = rc.apply(ctx, want, true)
 	}
 	if err != nil {
 		switch ReasonFor(err) {
@@ -262,17 +260,6 @@ func planUpdate(ctx context.Context, rc resourceClient, want, live *unstructured
 	return PlanUnchanged, "differs only in form; the server keeps the object as it is" + note, nil
 }
 
-// dryRunApply sends the engine's server-side apply with dryRun=All: the
-// server runs admission and defaulting and persists nothing.
-func dryRunApply(ctx context.Context, rc resourceClient, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	data, err := obj.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	return rc.ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{
-		FieldManager: FieldManager, Force: ptr.To(true), DryRun: []string{metav1.DryRunAll}})
-}
-
 // planDelete runs the engine's delete transition on what the cluster and
 // the ledger show, and keeps only its verdict.
 func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedAction, error) {
@@ -280,14 +267,10 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	if err != nil {
 		return PlannedAction{Manifest: m}, err
 	}
-	var prev *DeleteRecord
-	if r, ok := p.e.ledger.get(m.ID()); ok {
-		prev = &r
-	}
-	in := deleteInput{Manifest: m, Release: p.rel.Version, Mode: p.opts.Mode, Record: prev, Live: live, Now: p.e.clock.Now()}
-	next, outcome := nextDelete(in)
-	a := deleteAction(in, next, outcome)
-	if a.Action == PlanDelete && outcome == outcomeIssue {
+	prev, _ := p.e.ledger.Get(m.ID())
+	step := p.next(m, deletion.Observation{Kind: deletion.Look, Live: live})
+	a := deleteAction(m, p.opts.Mode, live, step, prev.Release)
+	if step.Outcome == deletion.OutcomeIssue {
 		if err := p.e.checkDeletable(p.rel, m.ID()); err != nil {
 			a.Action, a.Reason, a.refused = PlanSkip, refusal(err), true
 		}
@@ -295,30 +278,32 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	return a, nil
 }
 
-// deleteAction maps the delete transition from in to next to a planned
-// action.
-func deleteAction(in deleteInput, next DeleteRecord, outcome deleteOutcome) PlannedAction {
-	a := PlannedAction{Manifest: in.Manifest}
-	switch outcome {
-	case outcomeIssue:
-		a.Action, a.Reason = PlanDelete, "present, "+holders(finalizersOf(in.Live))
-		if in.Mode != graph.ModeUpdate && in.Record != nil {
-			a.Reason += fmt.Sprintf("; the update to %s asked for it (ledger)", in.Record.Release)
+// deleteAction maps the delete transition of m, in mode, to a planned
+// action; live is the object as read and claimedBy the release whose
+// update claimed the delete in the ledger, if any.
+func deleteAction(m *payload.Manifest, mode graph.Mode, live *unstructured.Unstructured, step deletion.Step, claimedBy string) PlannedAction {
+	a := PlannedAction{Manifest: m}
+	next := step.Record
+	switch step.Outcome {
+	case deletion.OutcomeIssue:
+		a.Action, a.Reason = PlanDelete, "present, "+holders(deletion.FinalizersOf(live))
+		if mode != graph.ModeUpdate && claimedBy != "" {
+			a.Reason += fmt.Sprintf("; the update to %s asked for it (ledger)", claimedBy)
 		}
-	case outcomeOngoing:
+	case deletion.OutcomeOngoing:
 		a.Action = PlanDelete
-		a.Reason = fmt.Sprintf("already terminating since %s, %s", formatTime(next.DeletionTimestamp), holders(next.Finalizers))
-	case outcomeAbsent:
+		a.Reason = fmt.Sprintf("already terminating since %s, %s", deletion.FormatTime(next.DeletionTimestamp), holders(next.Finalizers))
+	case deletion.OutcomeAbsent:
 		a.Action, a.Reason = PlanAlreadyDeleted, "not found"
-	case outcomeCompleted:
+	case deletion.OutcomeCompleted:
 		a.Action, a.Reason = PlanAlreadyDeleted, "gone; the ledger's delete in progress completes"
-	case outcomeDone:
-		a.Action, a.Reason = PlanAlreadyDeleted, "delete completed at "+formatTime(next.CompletedAt)
-	case outcomeReappeared:
+	case deletion.OutcomeDone:
+		a.Action, a.Reason = PlanAlreadyDeleted, "delete completed at "+deletion.FormatTime(next.CompletedAt)
+	case deletion.OutcomeReappeared:
 		a.Action = PlanSkip
-		a.Reason = fmt.Sprintf("reappeared after its delete completed at %s; not deleted again", formatTime(next.CompletedAt))
-	default: // outcomeNotDeleting
-		a.Action, a.Reason = PlanSkip, "present; "+notDeletingReason(in.Mode, true)
+		a.Reason = fmt.Sprintf("reappeared after its delete completed at %s; not deleted again", deletion.FormatTime(next.CompletedAt))
+	default: // deletion.OutcomeNotDeleting
+		a.Action, a.Reason = PlanSkip, "present; "+notDeletingReason(mode, true)
 	}
 	return a
 }
@@ -396,23 +381,10 @@ func typeMissingReason(rel *payload.Release, m *payload.Manifest) string {
 }
 
 // changedFields lists the paths where next differs from live, but for what
-// every write changes: status, resourceVersion, generation, managedFields.
+// every write changes: status and the metadata the server owns.
 func changedFields(live, next map[string]interface{}) []string {
 	var out []string
 	diffPaths(&out, "", withoutServerFields(live), withoutServerFields(next))
-	return out
-}
-
-func withoutServerFields(obj map[string]interface{}) map[string]interface{} {
-	out := maps.Clone(obj)
-	delete(out, "status")
-	if md, ok := obj["metadata"].(map[string]interface{}); ok {
-		md = maps.Clone(md)
-		delete(md, "managedFields")
-		delete(md, "resourceVersion")
-		delete(md, "generation")
-		out["metadata"] = md
-	}
 	return out
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/openshift/library-go/pkg/manifest"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -208,7 +210,7 @@ func liveCM(name, value string, finalizers ...string) *unstructured.Unstructured
 // CRDs (no Widgets) and fails the test on any request but a read or a
 // dry-run apply. The dry run sets data.key to "new" and bumps the
 // resourceVersion, as a server would. It counts the dry runs.
-func planEngine(t *testing.T, ledger LedgerStore, objs ...runtime.Object) (*Engine, *int) {
+func planEngine(t *testing.T, ledger deletion.Store, objs ...runtime.Object) (*Engine, *int) {
 	t.Helper()
 	rm, dyn := fakeConfigMaps(objs...)
 	rm.Add(crdGVK, meta.RESTScopeRoot)
@@ -263,7 +265,7 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 	objs := []runtime.Object{liveCM("same", "v"), liveCM("drift", "old"), liveCM("once", "v"), liveCM("old", "v", "example.com/hold"), dying}
 
 	t.Run("update mode", func(t *testing.T) {
-		ledger := &MemoryLedger{}
+		ledger := &deletion.MemoryStore{}
 		e, dryRuns := planEngine(t, ledger, objs...)
 		p, err := e.Plan(context.Background(), rel, PlanOptions{})
 		if err != nil {
@@ -275,7 +277,7 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 			"drift":               {Action: PlanUpdate, Reason: "data.key"},
 			"missing":             {Action: PlanCreate, Reason: "not found"},
 			"once":                {Action: PlanUnchanged, Reason: "create-only"},
-			"dying":               {Action: PlanDelete, Reason: "already terminating since " + formatTime(&ts) + ", finalizers example.com/hold"},
+			"dying":               {Action: PlanDelete, Reason: "already terminating since " + deletion.FormatTime(&ts) + ", finalizers example.com/hold"},
 			"gone":                {Action: PlanAlreadyDeleted, Reason: "not found"},
 			"old":                 {Action: PlanDelete, Reason: "present, finalizers example.com/hold; issued once ConfigMap/ns/dying is gone"},
 			"w":                   {Action: PlanCreate, Reason: "type served by CustomResourceDefinition widgets.example.com in this payload, not by the cluster yet"},
@@ -298,9 +300,9 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 	})
 
 	t.Run("reconcile mode deletes only what an update claimed", func(t *testing.T) {
-		ledger := &MemoryLedger{}
-		claimed := DeleteRecord{ID: rel.Manifests[5].ID(), File: "x", Release: "0.9.0", State: DeletePending}
-		if err := ledger.Save(context.Background(), []DeleteRecord{claimed}); err != nil {
+		ledger := &deletion.MemoryStore{}
+		claimed := deletion.Record{ID: rel.Manifests[5].ID(), File: "x", Release: "0.9.0", State: deletion.Pending}
+		if err := ledger.Save(context.Background(), []deletion.Record{claimed}); err != nil {
 			t.Fatal(err)
 		}
 		e, _ := planEngine(t, ledger, objs...)
@@ -313,7 +315,7 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 			t.Errorf("claimed delete: %s %q", got.Action, got.Reason)
 		}
 
-		e, _ = planEngine(t, &MemoryLedger{}, objs...)
+		e, _ = planEngine(t, &deletion.MemoryStore{}, objs...)
 		if p, err = e.Plan(context.Background(), rel, PlanOptions{Mode: graph.ModeReconcile}); err != nil {
 			t.Fatal(err)
 		}
@@ -332,25 +334,52 @@ func TestDeleteActionCoversEveryOutcome(t *testing.T) {
 	m := deleteManifest("ConfigMap", "ns", "x")
 	done := metav1.NewTime(metav1.Now().UTC().Truncate(1e9))
 	tests := map[string]struct {
-		outcome deleteOutcome
-		next    DeleteRecord
+		outcome deletion.Outcome
+		next    deletion.Record
 		want    PlanAction
 		reason  string
 	}{
-		"present is deleted":              {outcomeIssue, DeleteRecord{}, PlanDelete, "present, finalizers example.com/hold"},
-		"absent at first look":            {outcomeAbsent, DeleteRecord{}, PlanAlreadyDeleted, "not found"},
-		"gone after an earlier request":   {outcomeCompleted, DeleteRecord{}, PlanAlreadyDeleted, "gone; the ledger's delete in progress completes"},
-		"completed before":                {outcomeDone, DeleteRecord{CompletedAt: &done}, PlanAlreadyDeleted, "delete completed at " + formatTime(&done)},
-		"reappeared is not deleted again": {outcomeReappeared, DeleteRecord{CompletedAt: &done}, PlanSkip, "reappeared after its delete completed at " + formatTime(&done) + "; not deleted again"},
-		"install starts no delete":        {outcomeNotDeleting, DeleteRecord{}, PlanSkip, "present; deletes are issued only in update mode"},
+		"present is deleted":              {deletion.OutcomeIssue, deletion.Record{}, PlanDelete, "present, finalizers example.com/hold"},
+		"absent at first look":            {deletion.OutcomeAbsent, deletion.Record{}, PlanAlreadyDeleted, "not found"},
+		"gone after an earlier request":   {deletion.OutcomeCompleted, deletion.Record{}, PlanAlreadyDeleted, "gone; the ledger's delete in progress completes"},
+		"completed before":                {deletion.OutcomeDone, deletion.Record{CompletedAt: &done}, PlanAlreadyDeleted, "delete completed at " + deletion.FormatTime(&done)},
+		"reappeared is not deleted again": {deletion.OutcomeReappeared, deletion.Record{CompletedAt: &done}, PlanSkip, "reappeared after its delete completed at " + deletion.FormatTime(&done) + "; not deleted again"},
+		"install starts no delete":        {deletion.OutcomeNotDeleting, deletion.Record{}, PlanSkip, "present; deletes are issued only in update mode"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			in := deleteInput{Manifest: m, Mode: graph.ModeInstall, Live: liveObject("u", false, "example.com/hold")}
-			a := deleteAction(in, tc.next, tc.outcome)
+			live := liveObject("u", false, "example.com/hold")
+			a := deleteAction(m, graph.ModeInstall, live, deletion.Step{Record: tc.next, Outcome: tc.outcome}, "")
 			if a.Action != tc.want || a.Reason != tc.reason {
 				t.Errorf("got %s %q, want %s %q", a.Action, a.Reason, tc.want, tc.reason)
 			}
 		})
 	}
+}
+
+func deleteManifest(kind, ns, name string) *payload.Manifest {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("v1")
+	obj.SetKind(kind)
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	obj.SetAnnotations(map[string]string{payload.DeleteAnnotation: "true"})
+	return &payload.Manifest{
+		Manifest: manifest.Manifest{Obj: obj, GVK: schema.GroupVersionKind{Version: "v1", Kind: kind}, OriginalFilename: "0000_50_a_01_x.yaml"},
+		File:     "0000_50_a_01_x.yaml", Line: 1, RunLevel: 50, Component: "a",
+	}
+}
+
+func liveObject(uid string, deleting bool, finalizers ...string) *unstructured.Unstructured {
+	obj := &unstructured.Unstructured{}
+	obj.SetAPIVersion("v1")
+	obj.SetKind("ConfigMap")
+	obj.SetName("x")
+	obj.SetUID(types.UID(uid))
+	if deleting {
+		ts := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		obj.SetDeletionTimestamp(&ts)
+	}
+	obj.SetFinalizers(finalizers)
+	return obj
 }

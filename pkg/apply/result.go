@@ -3,6 +3,7 @@ package apply
 import (
 	"time"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -55,34 +56,15 @@ type SyncResult struct {
 	// Done counts the apply tasks that finished; Total counts all apply tasks.
 	Done, Total int
 	// Deletes is the ledger's view once the pass ended.
-	Deletes DeleteStatus
-	// Apply and DeleteWalk are the raw graph results.
-	Apply, DeleteWalk *graph.Result
+	Deletes deletion.Summary
+	// Walks are the runner's results of the apply and the delete walk.
+	Walks graph.PassResult
 }
 
 // Complete reports whether every apply task succeeded. Deletes never hold a
 // release back from completing.
 func (r *SyncResult) Complete() bool {
 	return len(r.Errors) == 0 && r.Done == r.Total
-}
-
-// DeleteStatus summarizes the ledger for Upgradeable and status reporting.
-type DeleteStatus struct {
-	// InProgress lists deletes issued, or asked for and paced, that have not completed.
-	InProgress []DeleteRecord
-	// Stuck lists in-progress deletes older than the stuck threshold.
-	Stuck []DeleteRecord
-	// Failed lists deletes whose last attempt failed.
-	Failed []DeleteRecord
-	// Reappeared lists objects that came back after their delete completed.
-	Reappeared []DeleteRecord
-	// OldestPending is the age of the oldest in-progress delete.
-	OldestPending time.Duration
-}
-
-// Blocking reports whether the deletes should hold back minor updates.
-func (s DeleteStatus) Blocking() bool {
-	return len(s.InProgress) > 0 || len(s.Failed) > 0
 }
 
 // Event reports progress while a sync runs. The CLI prints them; the operator

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 )
 
 // Metrics are the operator's Prometheus metrics: the CVO's, so existing
@@ -105,7 +106,7 @@ func (m *Metrics) observeSync(d time.Duration, cv *configv1.ClusterVersion, res 
 }
 
 // observeDeletes records the ledger's view and the ClusterOperators.
-func (m *Metrics) observeDeletes(deletes apply.DeleteStatus, operators []configv1.ClusterOperator) {
+func (m *Metrics) observeDeletes(deletes deletion.Summary, operators []configv1.ClusterOperator) {
 	m.deletesInProgress.Set(float64(len(deletes.InProgress)))
 	m.deleteOldestPending.Set(deletes.OldestPending.Seconds())
 	m.operatorUp.Reset()

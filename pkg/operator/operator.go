@@ -23,6 +23,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -228,7 +229,7 @@ func retryDelay(interval time.Duration, failures int) time.Duration {
 func (o *Operator) Identity() string { return o.cfg.Identity }
 
 // countDelete feeds delete transitions to the metrics.
-func (o *Operator) countDelete(t apply.DeleteTransition, _ apply.DeleteRecord) {
+func (o *Operator) countDelete(t deletion.Transition, _ deletion.Record) {
 	if o.metrics != nil {
 		o.metrics.deletesTotal.WithLabelValues(string(t)).Inc()
 	}

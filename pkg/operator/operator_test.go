@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
@@ -72,42 +73,42 @@ func TestHistory(t *testing.T) {
 	}
 }
 
-func rec(name string, state apply.DeleteState, lastErr string, finalizers ...string) apply.DeleteRecord {
-	return apply.DeleteRecord{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}, State: state, LastError: lastErr, Finalizers: finalizers}
+func rec(name string, state deletion.State, lastErr string, finalizers ...string) deletion.Record {
+	return deletion.Record{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}, State: state, LastError: lastErr, Finalizers: finalizers}
 }
 
 func TestUpgradeable(t *testing.T) {
 	coNotUpgradeable := configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
 		Status: configv1.ClusterOperatorStatus{Conditions: []configv1.ClusterOperatorStatusCondition{
 			{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionFalse, Reason: "Busy", Message: "defragmenting"}}}}
-	many := apply.DeleteStatus{}
+	many := deletion.Summary{}
 	for i := 0; i < 12; i++ {
-		many.InProgress = append(many.InProgress, rec(string(rune('a'+i)), apply.DeleteInProgress, ""))
+		many.InProgress = append(many.InProgress, rec(string(rune('a'+i)), deletion.InProgress, ""))
 	}
 	tests := []struct {
 		name      string
-		deletes   apply.DeleteStatus
+		deletes   deletion.Summary
 		operators []configv1.ClusterOperator
 		overrides []configv1.ComponentOverride
 		status    configv1.ConditionStatus
 		reason    string
 		contains  []string
 	}{
-		{"nothing pending allows minor updates", apply.DeleteStatus{}, nil, nil, configv1.ConditionTrue, ReasonAsExpected, nil},
-		{"a pending delete blocks with its finalizers", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "", "example.com/hold")}},
+		{"nothing pending allows minor updates", deletion.Summary{}, nil, nil, configv1.ConditionTrue, ReasonAsExpected, nil},
+		{"a pending delete blocks with its finalizers", deletion.Summary{InProgress: []deletion.Record{rec("x", deletion.InProgress, "", "example.com/hold")}},
 			nil, nil, configv1.ConditionFalse, ReasonDeletionInProgress, []string{"ConfigMap/ns/x", "example.com/hold"}},
-		{"a failed delete gives ResourceDeletionFailed", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeletePending, "forbidden")}, Failed: []apply.DeleteRecord{rec("x", apply.DeletePending, "forbidden")}},
+		{"a failed delete gives ResourceDeletionFailed", deletion.Summary{InProgress: []deletion.Record{rec("x", deletion.Pending, "forbidden")}, Failed: []deletion.Record{rec("x", deletion.Pending, "forbidden")}},
 			nil, nil, configv1.ConditionFalse, ReasonDeletionFailed, []string{"forbidden"}},
-		{"a stuck delete gives ResourceDeletionFailed", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}, Stuck: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}},
+		{"a stuck delete gives ResourceDeletionFailed", deletion.Summary{InProgress: []deletion.Record{rec("x", deletion.InProgress, "")}, Stuck: []deletion.Record{rec("x", deletion.InProgress, "")}},
 			nil, nil, configv1.ConditionFalse, ReasonDeletionFailed, []string{"stuck"}},
 		{"more than ten objects are counted", many, nil, nil, configv1.ConditionFalse, ReasonDeletionInProgress, []string{"and 2 more"}},
-		{"deletes paced behind an issued one are named apart", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("held", apply.DeleteInProgress, "", "f"), rec("next", apply.DeletePending, "")}},
+		{"deletes paced behind an issued one are named apart", deletion.Summary{InProgress: []deletion.Record{rec("held", deletion.InProgress, "", "f"), rec("next", deletion.Pending, "")}},
 			nil, nil, configv1.ConditionFalse, ReasonDeletionInProgress, []string{"ConfigMap/ns/held (finalizers: f); waiting behind them: ConfigMap/ns/next"}},
-		{"a ClusterOperator with Upgradeable=False blocks", apply.DeleteStatus{}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
+		{"a ClusterOperator with Upgradeable=False blocks", deletion.Summary{}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
 			configv1.ConditionFalse, ReasonOperatorsNotUpgrade, []string{"etcd", "defragmenting"}},
-		{"unmanaged overrides block", apply.DeleteStatus{}, nil, []configv1.ComponentOverride{{Kind: "Deployment", Name: "x", Unmanaged: true}},
+		{"unmanaged overrides block", deletion.Summary{}, nil, []configv1.ComponentOverride{{Kind: "Deployment", Name: "x", Unmanaged: true}},
 			configv1.ConditionFalse, ReasonOverridesSet, nil},
-		{"several sources give MultipleReasons", apply.DeleteStatus{InProgress: []apply.DeleteRecord{rec("x", apply.DeleteInProgress, "")}}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
+		{"several sources give MultipleReasons", deletion.Summary{InProgress: []deletion.Record{rec("x", deletion.InProgress, "")}}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
 			configv1.ConditionFalse, ReasonMultipleReasons, []string{"in progress", "etcd"}},
 	}
 	for _, tt := range tests {

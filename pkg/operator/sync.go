@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
@@ -178,7 +179,7 @@ func (o *Operator) eventOnce(cv *configv1.ClusterVersion, eventType, reason, msg
 }
 
 // setUpgradeable recomputes Upgradeable from deletes, ClusterOperators and overrides.
-func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersion, deletes apply.DeleteStatus, out *Outcome, now metav1.Time) {
+func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersion, deletes deletion.Summary, out *Outcome, now metav1.Time) {
 	cos, err := o.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{})
 	var items []configv1.ClusterOperator
 	if err == nil {

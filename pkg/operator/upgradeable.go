@@ -7,7 +7,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 )
 
 // Reasons of the Upgradeable condition.
@@ -28,9 +28,9 @@ type upgradeableBlocker struct {
 }
 
 // upgradeableBlockers gathers every source of Upgradeable=False.
-func upgradeableBlockers(deletes apply.DeleteStatus, operators []configv1.ClusterOperator, overrides []configv1.ComponentOverride) []upgradeableBlocker {
+func upgradeableBlockers(deletes deletion.Summary, operators []configv1.ClusterOperator, overrides []configv1.ComponentOverride) []upgradeableBlocker {
 	var out []upgradeableBlocker
-	failed := append(append([]apply.DeleteRecord(nil), deletes.Failed...), without(deletes.Stuck, deletes.Failed)...)
+	failed := append(append([]deletion.Record(nil), deletes.Failed...), without(deletes.Stuck, deletes.Failed)...)
 	if len(failed) > 0 {
 		out = append(out, upgradeableBlocker{
 			Reason: ReasonDeletionFailed,
@@ -39,9 +39,9 @@ func upgradeableBlockers(deletes apply.DeleteStatus, operators []configv1.Cluste
 		})
 	}
 	if pending := without(deletes.InProgress, failed); len(pending) > 0 {
-		var issued, paced []apply.DeleteRecord
+		var issued, paced []deletion.Record
 		for _, r := range pending {
-			if r.State == apply.DeletePending {
+			if r.State == deletion.Pending {
 				paced = append(paced, r)
 			} else {
 				issued = append(issued, r)
@@ -105,12 +105,12 @@ func upgradeableCondition(blockers []upgradeableBlocker) configv1.ClusterOperato
 }
 
 // without returns recs minus the objects in drop.
-func without(recs, drop []apply.DeleteRecord) []apply.DeleteRecord {
+func without(recs, drop []deletion.Record) []deletion.Record {
 	skip := map[string]bool{}
 	for _, f := range drop {
 		skip[f.ID.String()] = true
 	}
-	var out []apply.DeleteRecord
+	var out []deletion.Record
 	for _, r := range recs {
 		if !skip[r.ID.String()] {
 			out = append(out, r)
@@ -120,7 +120,7 @@ func without(recs, drop []apply.DeleteRecord) []apply.DeleteRecord {
 }
 
 // describeRecords names up to ten objects and counts the rest.
-func describeRecords(recs []apply.DeleteRecord, withDetail bool) string {
+func describeRecords(recs []deletion.Record, withDetail bool) string {
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID.String() < recs[j].ID.String() })
 	var parts []string
 	for i, r := range recs {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -36,7 +37,7 @@ func newEngine(t *testing.T, cfg *rest.Config, ledgerNS string) *apply.Engine {
 		t.Fatal(err)
 	}
 	e, err := apply.NewForConfig(cfg, apply.Config{
-		Ledger: &apply.ConfigMapLedger{Client: kube, Namespace: ledgerNS, Name: ledgerName},
+		Ledger: &deletion.ConfigMapStore{Client: kube, Namespace: ledgerNS, Name: ledgerName},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -231,11 +231,11 @@ func (e *env) presentMarked(t *testing.T, ctx context.Context) map[payload.Objec
 // ledgerProblems checks the ledger as stored in the cluster: every object
 // v2 marks has a record that says it is gone.
 func (e *env) ledgerProblems(ctx context.Context, namespace, name string) []string {
-	recs, err := (&apply.ConfigMapLedger{Client: e.kube, Namespace: namespace, Name: name}).Load(ctx)
+	recs, err := (&deletion.ConfigMapStore{Client: e.kube, Namespace: namespace, Name: name}).Load(ctx)
 	if err != nil {
 		return []string{fmt.Sprintf("load ledger %s/%s: %v", namespace, name, err)}
 	}
-	byID := map[payload.ObjectID]apply.DeleteRecord{}
+	byID := map[payload.ObjectID]deletion.Record{}
 	for _, r := range recs {
 		byID[r.ID] = r
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
@@ -168,7 +169,7 @@ func TestUpdateDeletesSeveralKindsInReverseOrder(t *testing.T) {
 func (c *clients) waitSettled(t testing.TB, res *apply.SyncResult) {
 	t.Helper()
 	for _, d := range res.Deletes.InProgress {
-		if d.State == apply.DeleteInProgress && d.ID.Kind == "Namespace" {
+		if d.State == deletion.InProgress && d.ID.Kind == "Namespace" {
 			c.waitGone(t, namespaceGVK, "", d.ID.Name)
 		}
 	}

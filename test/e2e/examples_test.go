@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -335,12 +336,12 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 			fail("want the ClusterOperator gone and the namespace and CRD kept; ClusterOperator %t, namespace %t, CRD %t", coExists, nsExists, crdExists)
 		}
 		self := apply.DefaultSelf()
-		recs, err := (&apply.ConfigMapLedger{Client: w.kube, Namespace: self.Namespace, Name: self.Ledger}).Load(ctx)
+		recs, err := (&deletion.ConfigMapStore{Client: w.kube, Namespace: self.Namespace, Name: self.Ledger}).Load(ctx)
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(recs, func(r apply.DeleteRecord) bool {
-			return r.ID.Kind == "Gadget" && r.ID.Name == "default" && r.State == apply.DeleteInProgress && r.Release == "1.0.1"
+		if !slices.ContainsFunc(recs, func(r deletion.Record) bool {
+			return r.ID.Kind == "Gadget" && r.ID.Name == "default" && r.State == deletion.InProgress && r.Release == "1.0.1"
 		}) {
 			fail("the delete ledger does not record the Gadget's delete as in progress for 1.0.1: %+v", recs)
 		}

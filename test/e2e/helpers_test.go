@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/test/cluster"
@@ -96,7 +97,7 @@ func newClientsFor(t testing.TB, cfg *rest.Config) *clients {
 func newEngine(t testing.TB, c *clients, ledgerNS string) *apply.Engine {
 	t.Helper()
 	e, err := apply.NewForConfig(testCluster.RESTConfig(), apply.Config{
-		Ledger: &apply.ConfigMapLedger{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
+		Ledger: &deletion.ConfigMapStore{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,175 @@
+package deletion
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The ConfigMap keys that hold the records: JSON, one record per line, or
+// the same gzipped once it is too large to keep plain.
+const (
+	// managedBy labels the ConfigMap as the applier's, whose field manager
+	// has the same name.
+	managedBy = "payload-applier"
+
+	ledgerDataKey   = "records.json"
+	ledgerGzipKey   = "records.json.gz"
+	ledgerPlainMax  = 256 << 10
+	configMapMaxLen = 1 << 20
+)
+
+// ConfigMapStore keeps the records in a ConfigMap, so that they survive
+// restarts of the applier. The CVO keeps them in memory and loses them.
+type ConfigMapStore struct {
+	Client    kubernetes.Interface
+	Namespace string
+	Name      string
+
+	// cached is the ConfigMap as last read or written, so that a save is
+	// one PUT rather than a GET and a PUT.
+	mu     sync.Mutex
+	cached *corev1.ConfigMap
+}
+
+// Load implements Store.
+func (c *ConfigMapStore) Load(ctx context.Context) ([]Record, error) {
+	cm, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.remember(cm)
+	recs, err := decodeLedger(cm)
+	if err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	return recs, nil
+}
+
+func (c *ConfigMapStore) remember(cm *corev1.ConfigMap) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cached = cm
+}
+
+// Save implements Store.
+func (c *ConfigMapStore) Save(ctx context.Context, recs []Record) error {
+	data, binary, err := encodeLedger(recs)
+	if err != nil {
+		return fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
+	c.mu.Lock()
+	cm := c.cached
+	c.mu.Unlock()
+	for attempt := 0; ; attempt++ {
+		if cm == nil {
+			cm, err = cms.Get(ctx, c.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+					Name:      c.Name,
+					Namespace: c.Namespace,
+					Labels:    map[string]string{"app.kubernetes.io/managed-by": managedBy},
+				}}
+				cm.Data, cm.BinaryData = data, binary
+				created, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+				if err != nil {
+					return err
+				}
+				c.remember(created)
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+		cm = cm.DeepCopy()
+		cm.Data, cm.BinaryData = data, binary
+		updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
+		if err == nil {
+			c.remember(updated)
+			return nil
+		}
+		// Someone else wrote it (or removed it) since we last looked: the
+		// records in memory are the truth, so read the latest version and
+		// write them again.
+		if attempt == 0 && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+			cm = nil
+			continue
+		}
+		c.remember(nil)
+		return err
+	}
+}
+
+// encodeLedger renders records as the ConfigMap's data: plain JSON while it
+// is small enough to read with kubectl, gzipped beyond that.
+func encodeLedger(recs []Record) (map[string]string, map[string][]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteString("[")
+	for i, r := range recs {
+		line, err := json.Marshal(r)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i > 0 {
+			buf.WriteString(",")
+		}
+		buf.WriteString("\n")
+		buf.Write(line)
+	}
+	buf.WriteString("\n]\n")
+	if buf.Len() <= ledgerPlainMax {
+		return map[string]string{ledgerDataKey: buf.String()}, nil, nil
+	}
+	var zbuf bytes.Buffer
+	zw := gzip.NewWriter(&zbuf)
+	if _, err := zw.Write(buf.Bytes()); err != nil {
+		return nil, nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, nil, err
+	}
+	if zbuf.Len() > configMapMaxLen-4096 {
+		return nil, nil, fmt.Errorf("the delete ledger holds %d records, %d bytes compressed, more than a ConfigMap can hold", len(recs), zbuf.Len())
+	}
+	return nil, map[string][]byte{ledgerGzipKey: zbuf.Bytes()}, nil
+}
+
+// decodeLedger reads the records back from either encoding.
+func decodeLedger(cm *corev1.ConfigMap) ([]Record, error) {
+	var raw []byte
+	key := ledgerDataKey
+	if z, ok := cm.BinaryData[ledgerGzipKey]; ok {
+		key = ledgerGzipKey
+		zr, err := gzip.NewReader(bytes.NewReader(z))
+		if err != nil {
+			return nil, fmt.Errorf("key %s: %w", key, err)
+		}
+		if raw, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("key %s: %w", key, err)
+		}
+	} else {
+		raw = []byte(cm.Data[ledgerDataKey])
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	var recs []Record
+	if err := json.Unmarshal(raw, &recs); err != nil {
+		return nil, fmt.Errorf("key %s: %w", key, err)
+	}
+	return recs, nil
+}

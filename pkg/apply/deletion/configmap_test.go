@@ -1,0 +1,146 @@
+package deletion
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+func TestConfigMapStoreEncodings(t *testing.T) {
+	many := func(n int) []Record {
+		now := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		recs := make([]Record, n)
+		for i := range recs {
+			recs[i] = Record{
+				ID:   payload.ObjectID{Kind: "ConfigMap", Namespace: "bench", Name: fmt.Sprintf("cm-%05d", i)},
+				File: fmt.Sprintf("0000_50_bench_00_configmaps.yaml:%d", i*12+1), Release: "2.0.0",
+				State: Completed, UID: types.UID(fmt.Sprintf("0a1b2c3d-0000-4000-8000-%012d", i)),
+				RequestedAt: &now, CompletedAt: &now,
+			}
+		}
+		return recs
+	}
+	tests := map[string]struct {
+		records int
+		// noise adds incompressible bytes to each record's LastError.
+		noise    int
+		wantKey  string
+		wantFail bool
+	}{
+		"empty":                         {records: 0, wantKey: ledgerDataKey},
+		"small stays readable":          {records: 10, wantKey: ledgerDataKey},
+		"large is compressed":           {records: 5000, wantKey: ledgerGzipKey},
+		"beyond a ConfigMap is refused": {records: 300, noise: 8192, wantFail: true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			recs := many(tc.records)
+			rnd := rand.New(rand.NewPCG(1, 2))
+			for i := range recs {
+				b := make([]byte, tc.noise)
+				for j := range b {
+					b[j] = byte('a' + rnd.IntN(26))
+				}
+				recs[i].LastError = string(b)
+			}
+			data, bin, err := encodeLedger(recs)
+			if tc.wantFail {
+				if err == nil || !strings.Contains(err.Error(), "more than a ConfigMap can hold") {
+					t.Fatalf("err = %v, want the size refused", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := data[tc.wantKey]; !ok {
+				if _, ok := bin[tc.wantKey]; !ok {
+					t.Fatalf("records stored under %v %v, want key %s", keys(data), len(bin), tc.wantKey)
+				}
+			}
+			got, err := decodeLedger(&corev1.ConfigMap{Data: data, BinaryData: bin})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotJSON, _ := json.Marshal(got)
+			wantJSON, _ := json.Marshal(recs)
+			if len(recs) > 0 && string(gotJSON) != string(wantJSON) {
+				t.Errorf("round trip changed the records: %d of %d back", len(got), len(recs))
+			}
+		})
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func TestConfigMapStoreSavesWithOnePutAndRecoversFromConflicts(t *testing.T) {
+	ctx := context.Background()
+	kube := kubefake.NewSimpleClientset()
+	l := &ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"}
+	rec := Record{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: "x"}, State: Pending}
+	if err := l.Save(ctx, []Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	kube.ClearActions()
+	rec.State = Completed
+	if err := l.Save(ctx, []Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if verbs := actionVerbs(kube.Actions()); !reflect.DeepEqual(verbs, []string{"update"}) {
+		t.Errorf("second save sent %v, want one update", verbs)
+	}
+
+	// Another writer changes the ConfigMap: the save reads it again and
+	// writes the records it holds.
+	conflicts := 1
+	kube.PrependReactor("update", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		if conflicts == 0 {
+			return false, nil, nil
+		}
+		conflicts--
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "ledger", errors.New("stale"))
+	})
+	kube.ClearActions()
+	rec.State = Absent
+	if err := l.Save(ctx, []Record{rec}); err != nil {
+		t.Fatal(err)
+	}
+	if verbs := actionVerbs(kube.Actions()); !reflect.DeepEqual(verbs, []string{"update", "get", "update"}) {
+		t.Errorf("save after a conflict sent %v, want update, get, update", verbs)
+	}
+	got, err := (&ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"}).Load(ctx)
+	if err != nil || len(got) != 1 || got[0].State != Absent {
+		t.Errorf("stored %+v (%v), want the record Absent", got, err)
+	}
+}
+
+func actionVerbs(as []clienttesting.Action) []string {
+	var out []string
+	for _, a := range as {
+		out = append(out, a.GetVerb())
+	}
+	return out
+}

@@ -1,0 +1,143 @@
+// Package deletion is the lifecycle of the object a delete manifest names:
+// the record the ledger keeps of it, the one transition function that
+// changes a record, and the ledger that persists records across restarts.
+//
+// It reads and writes nothing in the cluster. pkg/apply reads the object,
+// tells Next what it saw as an Observation, stores the record Next returns
+// and does what its Outcome says. Nothing else writes a record's state.
+package deletion
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// State is where a delete stands. Next documents the transitions.
+type State string
+
+const (
+	// Pending: an update asked for the delete, but pacing has not let it be
+	// issued yet. Later passes, in any mode, issue it.
+	Pending State = "Pending"
+	// InProgress: the DELETE was issued (or the object was already
+	// terminating) and the object still exists.
+	InProgress State = "InProgress"
+	// Completed: the object was seen gone after the delete.
+	Completed State = "Completed"
+	// Absent: the object was not found at first look: already removed or
+	// never installed.
+	Absent State = "Absent"
+	// Abandoned: pacing held the delete back and a later release dropped
+	// its delete manifest, so it is never issued.
+	Abandoned State = "Abandoned"
+)
+
+// States lists every state, for tests that must cover them all.
+var States = []State{Pending, InProgress, Completed, Absent, Abandoned}
+
+// Record is the ledger's memory of one delete manifest's object.
+type Record struct {
+	ID payload.ObjectID `json:"id"`
+	// File is the manifest that asked for the delete, as file:line.
+	File string `json:"file"`
+	// Release is the version of the update that asked for the delete.
+	Release           string       `json:"release"`
+	State             State        `json:"state"`
+	UID               types.UID    `json:"uid,omitempty"`
+	RequestedAt       *metav1.Time `json:"requestedAt,omitempty"`
+	DeletionTimestamp *metav1.Time `json:"deletionTimestamp,omitempty"`
+	Finalizers        []string     `json:"finalizers,omitempty"`
+	CompletedAt       *metav1.Time `json:"completedAt,omitempty"`
+	ReappearedAt      *metav1.Time `json:"reappearedAt,omitempty"`
+	// LastError is the most recent failure to issue the delete, if any.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Done reports whether the object is known to be gone.
+func (r *Record) Done() bool {
+	return r.State == Completed || r.State == Absent
+}
+
+// Finished reports whether no pass will act on the record again: its
+// object is gone, or its delete was given up.
+func (r *Record) Finished() bool {
+	return r.Done() || r.State == Abandoned
+}
+
+// Progress says how an unfinished delete stands, for results and Events.
+func (r *Record) Progress() string {
+	msg := "delete in progress"
+	if r.DeletionTimestamp != nil {
+		msg += fmt.Sprintf(" since %s", FormatTime(r.DeletionTimestamp))
+	}
+	if len(r.Finalizers) > 0 {
+		msg += fmt.Sprintf("; waiting on finalizers %s", strings.Join(r.Finalizers, ", "))
+	}
+	return msg
+}
+
+// FormatTime renders a record's time in messages.
+func FormatTime(t *metav1.Time) string {
+	if t == nil {
+		return "an unknown time"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// stuck reports whether an issued delete has waited longer than after.
+func (r *Record) stuck(now time.Time, after time.Duration) bool {
+	return r.State == InProgress && r.RequestedAt != nil && now.Sub(r.RequestedAt.Time) > after
+}
+
+// Summary groups records for Upgradeable and status reporting.
+type Summary struct {
+	// InProgress lists deletes issued, or asked for and paced, that have not completed.
+	InProgress []Record
+	// Stuck lists in-progress deletes older than the stuck threshold.
+	Stuck []Record
+	// Failed lists deletes whose last attempt failed.
+	Failed []Record
+	// Reappeared lists objects that came back after their delete completed.
+	Reappeared []Record
+	// OldestPending is the age of the oldest in-progress delete.
+	OldestPending time.Duration
+}
+
+// Blocking reports whether the deletes should hold back minor updates.
+func (s Summary) Blocking() bool {
+	return len(s.InProgress) > 0 || len(s.Failed) > 0
+}
+
+// Summarize groups recs as of now; an in-progress delete older than
+// stuckAfter is stuck.
+func Summarize(recs []Record, now time.Time, stuckAfter time.Duration) Summary {
+	var s Summary
+	for _, r := range recs {
+		if r.ReappearedAt != nil && r.Done() {
+			s.Reappeared = append(s.Reappeared, r)
+		}
+		if r.Finished() {
+			continue
+		}
+		if r.LastError != "" {
+			s.Failed = append(s.Failed, r)
+		}
+		s.InProgress = append(s.InProgress, r)
+		if r.RequestedAt == nil {
+			continue
+		}
+		if age := now.Sub(r.RequestedAt.Time); age > s.OldestPending {
+			s.OldestPending = age
+		}
+		if r.stuck(now, stuckAfter) {
+			s.Stuck = append(s.Stuck, r)
+		}
+	}
+	return s
+}
