@@ -38,13 +38,9 @@ func planRelease(t *testing.T, docs ...planDoc) *payload.Release {
 		if err != nil || len(ms) != 1 {
 			t.Fatalf("parse %s: %v (%d documents)", d.file, err, len(ms))
 		}
-		m := &payload.Manifest{Manifest: ms[0], File: d.file, Line: 1, RunLevel: -1, Index: len(rel.Manifests)}
+		m := &payload.Manifest{Manifest: ms[0], File: d.file, Line: 1, Index: len(rel.Manifests)}
 		m.OriginalFilename = d.file
-		if parts := strings.SplitN(d.file, "_", 4); len(parts) == 4 && parts[0] == "0000" {
-			if _, err := fmt.Sscanf(parts[1], "%d", &m.RunLevel); err == nil {
-				m.Component = parts[2]
-			}
-		}
+		m.RunLevel, m.Component = payload.ParseFileName(d.file)
 		rel.Manifests = append(rel.Manifests, m)
 	}
 	return rel

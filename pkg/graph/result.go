@@ -43,19 +43,6 @@ func (e *WaitingError) Error() string { return "waiting on " + e.On }
 // Is makes errors.Is(err, ErrWaiting) true for every *WaitingError.
 func (e *WaitingError) Is(target error) bool { return target == ErrWaiting }
 
-// TaskError is a task function's failure, named after its task so that an
-// aggregated error still points at the manifest.
-type TaskError struct {
-	Task *Task
-	Err  error
-}
-
-// Error prefixes the cause with the task's name.
-func (e *TaskError) Error() string { return e.Task.String() + ": " + e.Err.Error() }
-
-// Unwrap exposes the task function's error to errors.Is and errors.As.
-func (e *TaskError) Unwrap() error { return e.Err }
-
 // PanicError is a panic in a task function, recovered so that one bad task
 // fails its node instead of the process.
 type PanicError struct {
@@ -85,8 +72,9 @@ type TaskStatus struct {
 	// Node is the ID of the node holding the task.
 	Node  int
 	State State
-	// Err is a *TaskError for Failed and the task function's error for
-	// Waiting; nil otherwise.
+	// Err is the task function's error for Failed and Waiting, as it
+	// returned it (a panic as *PanicError): the caller's errors name their
+	// subject; nil otherwise.
 	Err error
 	// Cause is the task whose failure (Blocked) or wait (Held) kept this one
 	// from running; nil for other states.
@@ -128,8 +116,9 @@ type Result struct {
 	Tasks []TaskStatus
 	// Nodes has one status per node, indexed by node ID.
 	Nodes []NodeStatus
-	// Errors holds every failure as a *TaskError, in node ID order, plus a
-	// single error when Run could not start (invalid graph or nil function).
+	// Errors holds every failure as its task function returned it, in node
+	// ID order, plus a single error when Run could not start (invalid graph
+	// or nil function). TaskStatus tells which task each came from.
 	Errors []error
 	// ContextErr is the context's error when Run returned, if any.
 	ContextErr error

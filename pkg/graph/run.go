@@ -176,7 +176,7 @@ func (r *Result) runNode(ctx context.Context, n *Node, opts RunOptions, fn TaskF
 			markRest(slots[k+1:], StateHeld, t)
 			return
 		default:
-			slots[k].State, slots[k].Err = StateFailed, &TaskError{Task: t, Err: err}
+			slots[k].State, slots[k].Err = StateFailed, err
 			r.Nodes[n.ID] = NodeStatus{State: StateFailed, Cause: t}
 			markRest(slots[k+1:], StateBlocked, t)
 			return

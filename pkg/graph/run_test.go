@@ -80,7 +80,7 @@ func TestRunGraph(t *testing.T) {
 			parallelism: 2,
 			errorOn: func(name string, _ context.Context, _ func(), _ *trace) error {
 				if name == "d" {
-					return errors.New("error A")
+					return errors.New("d: error A")
 				}
 				return nil
 			},
@@ -105,7 +105,7 @@ func TestRunGraph(t *testing.T) {
 				return ctx.Err()
 			},
 			want:     []string{"a", "b", "c"},
-			wantErrs: []string{"d: context canceled"},
+			wantErrs: []string{"context canceled"},
 		},
 		"cancelling mid-node with work queued does not deadlock": {
 			nodes: []nodeSpec{
@@ -144,7 +144,7 @@ func TestRunGraph(t *testing.T) {
 			},
 			want:     []string{"a", "b", "d1", "d2", "d3"},
 			before:   [][2]string{{"d1", "d2"}, {"d2", "d3"}},
-			wantErrs: []string{"c1: error - c1", "f: error - f"},
+			wantErrs: []string{"error - c1", "error - f"},
 		},
 		"cancellation without a task error reports the incomplete nodes": {
 			nodes: []nodeSpec{
@@ -289,10 +289,10 @@ func TestRunResult(t *testing.T) {
 			if len(res.Errors) != tt.errs {
 				t.Fatalf("errors %v, want %d", res.Errors, tt.errs)
 			}
-			for _, err := range res.Errors {
-				var te *TaskError
-				if !errors.As(err, &te) || te.Task == nil {
-					t.Errorf("error %v is not a *TaskError naming its task", err)
+			failed := res.filter(StateFailed)
+			for i, err := range res.Errors {
+				if i >= len(failed) || failed[i].Err != err || failed[i].Task == nil {
+					t.Errorf("error %v is not the error of a failed task's status", err)
 				}
 			}
 		})
@@ -300,13 +300,16 @@ func TestRunResult(t *testing.T) {
 }
 
 func TestRunErrors(t *testing.T) {
-	t.Run("a failure keeps its cause for errors.Is and names its task", func(t *testing.T) {
+	t.Run("a failure is the task function's own error, and its status names the task", func(t *testing.T) {
 		errBoom := errors.New("boom")
 		g := graphOf(nodeSpec{tasks: []string{"a"}})
 		g.Nodes[0].Tasks[0].Name = `deployment "ns/a"`
 		res := Run(context.Background(), g, RunOptions{}, func(context.Context, *Task) error { return errBoom })
-		if len(res.Errors) != 1 || !errors.Is(res.Errors[0], errBoom) || res.Errors[0].Error() != `deployment "ns/a": boom` {
+		if len(res.Errors) != 1 || res.Errors[0] != errBoom {
 			t.Errorf("errors %v", res.Errors)
+		}
+		if s := res.Tasks[0]; s.State != StateFailed || s.Err != errBoom || s.Task.String() != `deployment "ns/a"` || s.Reason() != "boom" {
+			t.Errorf("status %+v", s)
 		}
 		if !errors.Is(res.Err(), errBoom) {
 			t.Errorf("Err() %v does not wrap the cause", res.Err())
