@@ -134,7 +134,7 @@ func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object
 	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: mode, Attempt: attempt})
 	wantRan := map[int]bool{}
 	completed := make([]bool, len(applyGraph.Nodes))
-	for _, id := range topoOrder(applyGraph) {
+	for _, id := range applyGraph.TopoOrder() {
 		n := applyGraph.Nodes[id]
 		ok := true
 		for _, p := range n.In {
@@ -182,25 +182,4 @@ func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object
 			}
 		}
 	}
-}
-
-// topoOrder orders node IDs so that every node follows its In nodes.
-func topoOrder(g *graph.Graph) []int {
-	var order []int
-	seen := make([]bool, len(g.Nodes))
-	var visit func(int)
-	visit = func(id int) {
-		if seen[id] {
-			return
-		}
-		seen[id] = true
-		for _, p := range g.Nodes[id].In {
-			visit(p)
-		}
-		order = append(order, id)
-	}
-	for id := range g.Nodes {
-		visit(id)
-	}
-	return order
 }

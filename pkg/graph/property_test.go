@@ -88,7 +88,7 @@ func mayOverlap(applies []*Task, a, b int, mode Mode) bool {
 func expectRan(g *Graph, outcome map[*Task]error) map[*Task]bool {
 	ran := map[*Task]bool{}
 	completed := make([]bool, len(g.Nodes))
-	for _, id := range g.topoOrder() {
+	for _, id := range g.TopoOrder() {
 		n := g.Nodes[id]
 		ok := true
 		for _, p := range n.In {
@@ -183,7 +183,7 @@ func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, out
 
 	// The runner respects every edge and the order inside every node.
 	done := make([]int64, len(apply.Nodes))
-	for _, id := range apply.topoOrder() {
+	for _, id := range apply.TopoOrder() {
 		n := apply.Nodes[id]
 		var ready int64
 		for _, p := range n.In {

@@ -66,7 +66,7 @@ func (g *Graph) DOT() string {
 func (g *Graph) steps() [][]int {
 	depth := make([]int, len(g.Nodes))
 	deepest := 0
-	for _, id := range g.topoOrder() {
+	for _, id := range g.TopoOrder() {
 		for _, p := range g.Nodes[id].In {
 			depth[id] = max(depth[id], depth[p]+1)
 		}

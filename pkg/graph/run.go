@@ -211,7 +211,7 @@ func call(ctx context.Context, fn TaskFunc, t *Task) (err error) {
 // failure upstream blocks it, else a wait upstream holds it, else the run
 // was cancelled before it. It then collects the failures.
 func (r *Result) settle(g *Graph) {
-	for _, id := range g.topoOrder() {
+	for _, id := range g.TopoOrder() {
 		if r.Nodes[id].State != "" {
 			continue
 		}

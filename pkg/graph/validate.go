@@ -59,7 +59,7 @@ func (g *Graph) Validate() error {
 	if inEdges != len(out) {
 		return fmt.Errorf("graph: In and Out lists disagree (%d In edges, %d Out edges)", inEdges, len(out))
 	}
-	if order := g.topoOrder(); len(order) != len(g.Nodes) {
+	if order := g.TopoOrder(); len(order) != len(g.Nodes) {
 		return fmt.Errorf("graph: %d nodes are on a cycle", len(g.Nodes)-len(order))
 	}
 	return nil
@@ -75,10 +75,10 @@ func (g *Graph) checkTarget(i, j int) error {
 	return nil
 }
 
-// topoOrder returns node IDs so that every node follows its In nodes; nodes
+// TopoOrder returns node IDs so that every node follows its In nodes; nodes
 // on a cycle are left out. It trusts In and Out to be mirrored, which
 // Validate checks first.
-func (g *Graph) topoOrder() []int {
+func (g *Graph) TopoOrder() []int {
 	pending := make([]int, len(g.Nodes))
 	order := make([]int, 0, len(g.Nodes))
 	for id, n := range g.Nodes {
