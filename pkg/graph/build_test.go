@@ -14,7 +14,7 @@ func kindTasks(names ...string) []*Task {
 		if strings.HasPrefix(name, "job") && !isJob {
 			isJob = true
 		}
-		tasks[i] = NewTask(i, file)
+		tasks[i] = fileTask(i, file)
 		tasks[i].Job = isJob
 	}
 	return tasks
