@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -59,6 +61,52 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("output differs from %s (rerun with -update to accept):\n%s", golden, stdout)
 			}
 		})
+	}
+}
+
+// joinPlan is an offline plan whose apply graph is the given joins, nodes
+// without tasks, and which deletes and skips nothing.
+func joinPlan(nodes ...*graph.Node) *apply.Plan {
+	for id, n := range nodes {
+		n.ID = id
+	}
+	return &apply.Plan{Release: "4.20.1", Mode: graph.ModeUpdate, Apply: &graph.Graph{Nodes: nodes}, Deletes: &graph.Graph{}}
+}
+
+func TestPlanShowsTheApplyWalkBySteps(t *testing.T) {
+	// Node 3 follows 1 directly and through 2 and 0: it runs at the end of
+	// the longer path. Nodes 1 and 4 are roots, listed by id in one step.
+	doc := newPlanDoc(joinPlan(
+		&graph.Node{In: []int{2}, Out: []int{3}},
+		&graph.Node{Out: []int{2, 3}},
+		&graph.Node{In: []int{1}, Out: []int{0}},
+		&graph.Node{In: []int{0, 1}},
+		&graph.Node{},
+	))
+	text := doc.text(false)
+	want := `
+Apply walk: 5 nodes in 4 steps; the nodes of a step may run in parallel
+step 1: 2 nodes in parallel
+  node 1: join
+  node 4: join
+step 2
+  node 2: join, after 1
+step 3
+  node 0: join, after 2
+step 4
+  node 3: join, after 0, 1
+`
+	if i := strings.Index(text, "\nApply walk"); i < 0 || text[i:] != want {
+		t.Errorf("text plan:\n%s\nwant the apply walk:%s", text, want)
+	}
+	dot := doc.dot()
+	for _, line := range []string{
+		`    1 [ label="" shape="point" ];`, // a join is a point, not a box
+		"  2 -> 0;", "  0 -> 3;", "  1 -> 3;",
+	} {
+		if !strings.Contains(dot, line+"\n") {
+			t.Errorf("dot plan lacks %q:\n%s", line, dot)
+		}
 	}
 }
 

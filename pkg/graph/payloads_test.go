@@ -134,7 +134,7 @@ type levelShape struct {
 
 func shapeByRunLevel(g *Graph) []levelShape {
 	stepOf := map[int]int{}
-	for s, ids := range g.steps() {
+	for s, ids := range g.Steps() {
 		for _, id := range ids {
 			stepOf[id] = s
 		}
@@ -202,7 +202,7 @@ func TestOCPRealShape(t *testing.T) {
 				withTasks++
 			}
 		}
-		t.Logf("%s: %d tasks, %d nodes (%d with tasks), %d steps", mode, len(tasks), len(g.Nodes), withTasks, len(g.steps()))
+		t.Logf("%s: %d tasks, %d nodes (%d with tasks), %d steps", mode, len(tasks), len(g.Nodes), withTasks, len(g.Steps()))
 	}
 	g := Build(tasks, BuildOptions{Mode: ModeUpdate})
 	t.Logf("| run level | tasks | nodes | parallel width |")

@@ -16,7 +16,7 @@ func (g *Graph) Tree() string {
 		b.WriteString("0 nodes, 0 tasks\n") // no steps either
 		return b.String()
 	}
-	steps := g.steps()
+	steps := g.Steps()
 	fmt.Fprintf(&b, "%s, %s, %s\n", plural(len(g.Nodes), "node"), plural(g.TaskCount(), "task"), plural(len(steps), "step"))
 	for s, ids := range steps {
 		fmt.Fprintf(&b, "step %d", s+1)
@@ -60,23 +60,6 @@ func (g *Graph) DOT() string {
 	}
 	b.WriteString("}\n")
 	return b.String()
-}
-
-// steps groups node IDs by their longest distance from a root.
-func (g *Graph) steps() [][]int {
-	depth := make([]int, len(g.Nodes))
-	deepest := 0
-	for _, id := range g.topoOrder() {
-		for _, p := range g.Nodes[id].In {
-			depth[id] = max(depth[id], depth[p]+1)
-		}
-		deepest = max(deepest, depth[id])
-	}
-	steps := make([][]int, deepest+1)
-	for id := range g.Nodes {
-		steps[depth[id]] = append(steps[depth[id]], id)
-	}
-	return steps
 }
 
 // label names a node by the run levels and components of its tasks, in
