@@ -47,6 +47,9 @@ func TestPlanGolden(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
+			if again, _, _ := planCLI(t, append([]string{"plan"}, args...)...); again != stdout {
+				t.Fatalf("the same plan printed twice differs:\n%s\n---\n%s", stdout, again)
+			}
 			golden := filepath.Join(planTestdata, name+".golden")
 			if *updatePlanGolden {
 				if err := os.WriteFile(golden, []byte(stdout), 0o644); err != nil {
@@ -106,6 +109,35 @@ step 4
 	} {
 		if !strings.Contains(dot, line+"\n") {
 			t.Errorf("dot plan lacks %q:\n%s", line, dot)
+		}
+	}
+}
+
+func TestPlanShowsAnEmptyApplyWalk(t *testing.T) {
+	// A payload of deletes only, or one the filters empty, has no apply node.
+	doc := newPlanDoc(joinPlan())
+	if text := doc.text(false); !strings.Contains(text, "\nApply walk: 0 nodes in 0 steps;") || strings.Contains(text, "step 1") {
+		t.Errorf("text plan:\n%s", text)
+	}
+	dot := doc.dot()
+	if !strings.HasPrefix(dot, "digraph plan {\n") || !strings.HasSuffix(dot, "\n}\n") || strings.Contains(dot, "subgraph") {
+		t.Errorf("dot plan of no nodes:\n%s", dot)
+	}
+}
+
+func TestPlanDOTEscapesLabels(t *testing.T) {
+	awkward := `a "quoted" \ label` + "\non two lines"
+	escaped := `a \"quoted\" \\ label\non two lines`
+	doc := planDoc{Release: awkward, Mode: "update", Nodes: []planNode{
+		{ID: 0, After: []int{}, Tasks: []planTask{{Action: "apply"}}, walk: walkApply, label: awkward},
+	}, steps: [][]int{{0}}}
+	dot := doc.dot()
+	for _, want := range []string{
+		`  label="release ` + escaped + `, update mode: 1 apply";`,
+		`    0 [ label="` + escaped + `\n1 apply" shape="box" ];`,
+	} {
+		if !strings.Contains(dot, want+"\n") {
+			t.Errorf("dot plan lacks the line %s:\n%s", want, dot)
 		}
 	}
 }
