@@ -107,8 +107,8 @@ func runLint(stdout, stderr io.Writer, dir string, o lintOptions) error {
 		counts[f.Severity]++
 	}
 	summary := fmt.Sprintf("%s: %s, %s, %d info", dir,
-		plural(counts[payload.SeverityError], "error"),
-		plural(counts[payload.SeverityWarning], "warning"),
+		countNoun(counts[payload.SeverityError], "error"),
+		countNoun(counts[payload.SeverityWarning], "warning"),
 		counts[payload.SeverityInfo])
 	switch {
 	case counts[payload.SeverityError] > 0:
@@ -132,13 +132,6 @@ func (o lintOptions) validate() error {
 		}
 	}
 	return fmt.Errorf("unknown --profile %q; known profiles are %s", o.profile, strings.Join(payload.KnownProfiles, ", "))
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func printFindings(w io.Writer, findings []payload.Finding, format string) error {

@@ -215,6 +215,8 @@ type planDoc struct {
 	Release string     `json:"release"`
 	Mode    string     `json:"mode"`
 	Nodes   []planNode `json:"nodes"`
+
+	steps [][]int // the apply graph's Steps; apply node ids are positions in Nodes
 }
 
 type planNode struct {
@@ -249,7 +251,7 @@ const (
 // newPlanDoc lays the plan out as planLong describes: apply nodes with their
 // graph ids, then delete chains after every apply sink, then the skipped.
 func newPlanDoc(p *apply.Plan) planDoc {
-	doc := planDoc{Release: p.Release, Mode: string(p.Mode), Nodes: []planNode{}}
+	doc := planDoc{Release: p.Release, Mode: string(p.Mode), Nodes: []planNode{}, steps: p.Apply.Steps()}
 	sinks := []int{}
 	for _, n := range p.Apply.Nodes {
 		doc.Nodes = append(doc.Nodes, graphNode(p, n, walkApply, append([]int{}, n.In...)))
@@ -342,17 +344,15 @@ func (d planDoc) text(live bool) string {
 	if !live {
 		b.WriteString("Offline, \"apply\" stands for create, update or unchanged; pass --kubeconfig to compare with a cluster.\n")
 	}
-	applyNodes := d.walk(walkApply)
-	steps := planSteps(applyNodes)
-	fmt.Fprintf(&b, "\nApply walk: %s in %s; the nodes of a step may run in parallel\n", countNoun(len(applyNodes), "node"), countNoun(len(steps), "step"))
-	for s, nodes := range steps {
+	fmt.Fprintf(&b, "\nApply walk: %s in %s; the nodes of a step may run in parallel\n", countNoun(len(d.walk(walkApply)), "node"), countNoun(len(d.steps), "step"))
+	for s, ids := range d.steps {
 		fmt.Fprintf(&b, "step %d", s+1)
-		if len(nodes) > 1 {
-			fmt.Fprintf(&b, ": %d nodes in parallel", len(nodes))
+		if len(ids) > 1 {
+			fmt.Fprintf(&b, ": %d nodes in parallel", len(ids))
 		}
 		b.WriteString("\n")
-		for _, n := range nodes {
-			writeTextNode(&b, n, true)
+		for _, id := range ids {
+			writeTextNode(&b, d.Nodes[id], true)
 		}
 	}
 	if deletes := d.walk(walkDelete); len(deletes) > 0 {
@@ -403,32 +403,6 @@ func (d planDoc) walk(name string) []planNode {
 		}
 	}
 	return out
-}
-
-// planSteps groups apply nodes by their longest distance from a root, the
-// earliest moment each can run.
-func planSteps(nodes []planNode) [][]planNode {
-	depth := make([]int, len(nodes))
-	// Apply node ids are their positions; a node's depth is settled once
-	// every In node's is, so len(nodes) rounds always reach the fixpoint.
-	for changed, round := true, 0; changed && round <= len(nodes); round++ {
-		changed = false
-		for i, n := range nodes {
-			for _, p := range n.After {
-				if depth[p]+1 > depth[i] {
-					depth[i], changed = depth[p]+1, true
-				}
-			}
-		}
-	}
-	var steps [][]planNode
-	for i, n := range nodes {
-		for len(steps) <= depth[i] {
-			steps = append(steps, nil)
-		}
-		steps[depth[i]] = append(steps[depth[i]], n)
-	}
-	return steps
 }
 
 // dot renders the plan in Graphviz DOT: a box per node with its action

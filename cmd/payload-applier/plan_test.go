@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -45,6 +47,9 @@ func TestPlanGolden(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
+			if again, _, _ := planCLI(t, append([]string{"plan"}, args...)...); again != stdout {
+				t.Fatalf("the same plan printed twice differs:\n%s\n---\n%s", stdout, again)
+			}
 			golden := filepath.Join(planTestdata, name+".golden")
 			if *updatePlanGolden {
 				if err := os.WriteFile(golden, []byte(stdout), 0o644); err != nil {
@@ -59,6 +64,81 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("output differs from %s (rerun with -update to accept):\n%s", golden, stdout)
 			}
 		})
+	}
+}
+
+// joinPlan is an offline plan whose apply graph is the given joins, nodes
+// without tasks, and which deletes and skips nothing.
+func joinPlan(nodes ...*graph.Node) *apply.Plan {
+	for id, n := range nodes {
+		n.ID = id
+	}
+	return &apply.Plan{Release: "4.20.1", Mode: graph.ModeUpdate, Apply: &graph.Graph{Nodes: nodes}, Deletes: &graph.Graph{}}
+}
+
+func TestPlanShowsTheApplyWalkBySteps(t *testing.T) {
+	// Node 3 follows 1 directly and through 2 and 0: it runs at the end of
+	// the longer path. Nodes 1 and 4 are roots, listed by id in one step.
+	doc := newPlanDoc(joinPlan(
+		&graph.Node{In: []int{2}, Out: []int{3}},
+		&graph.Node{Out: []int{2, 3}},
+		&graph.Node{In: []int{1}, Out: []int{0}},
+		&graph.Node{In: []int{0, 1}},
+		&graph.Node{},
+	))
+	text := doc.text(false)
+	want := `
+Apply walk: 5 nodes in 4 steps; the nodes of a step may run in parallel
+step 1: 2 nodes in parallel
+  node 1: join
+  node 4: join
+step 2
+  node 2: join, after 1
+step 3
+  node 0: join, after 2
+step 4
+  node 3: join, after 0, 1
+`
+	if i := strings.Index(text, "\nApply walk"); i < 0 || text[i:] != want {
+		t.Errorf("text plan:\n%s\nwant the apply walk:%s", text, want)
+	}
+	dot := doc.dot()
+	for _, line := range []string{
+		`    1 [ label="" shape="point" ];`, // a join is a point, not a box
+		"  2 -> 0;", "  0 -> 3;", "  1 -> 3;",
+	} {
+		if !strings.Contains(dot, line+"\n") {
+			t.Errorf("dot plan lacks %q:\n%s", line, dot)
+		}
+	}
+}
+
+func TestPlanShowsAnEmptyApplyWalk(t *testing.T) {
+	// A payload of deletes only, or one the filters empty, has no apply node.
+	doc := newPlanDoc(joinPlan())
+	if text := doc.text(false); !strings.Contains(text, "\nApply walk: 0 nodes in 0 steps;") || strings.Contains(text, "step 1") {
+		t.Errorf("text plan:\n%s", text)
+	}
+	dot := doc.dot()
+	if !strings.HasPrefix(dot, "digraph plan {\n") || !strings.HasSuffix(dot, "\n}\n") || strings.Contains(dot, "subgraph") {
+		t.Errorf("dot plan of no nodes:\n%s", dot)
+	}
+}
+
+func TestPlanDOTEscapesLabels(t *testing.T) {
+	awkward := `a "quoted" \ label` + "\non two lines"
+	escaped := `a \"quoted\" \\ label\non two lines`
+	doc := planDoc{Release: awkward, Mode: "update", Nodes: []planNode{
+		{ID: 0, After: []int{}, Tasks: []planTask{{Action: "apply"}}, walk: walkApply, label: awkward},
+	}, steps: [][]int{{0}}}
+	dot := doc.dot()
+	for _, want := range []string{
+		`  label="release ` + escaped + `, update mode: 1 apply";`,
+		`    0 [ label="` + escaped + `\n1 apply" shape="box" ];`,
+	} {
+		if !strings.Contains(dot, want+"\n") {
+			t.Errorf("dot plan lacks the line %s:\n%s", want, dot)
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ func kindTasks(names ...string) []*Task {
 		if strings.HasPrefix(name, "job") && !isJob {
 			isJob = true
 		}
-		tasks[i] = NewTask(i, file)
+		tasks[i] = fileTask(i, file)
 		tasks[i].Job = isJob
 	}
 	return tasks
@@ -223,14 +223,14 @@ func TestBuild(t *testing.T) {
 		}
 	})
 	t.Run("the zero mode builds the update graph", func(t *testing.T) {
-		if a, b := Build(payload(), BuildOptions{}).Tree(), Build(payload(), BuildOptions{Mode: ModeUpdate}).Tree(); a != b {
+		if a, b := renderNodes(Build(payload(), BuildOptions{}).Nodes), renderNodes(Build(payload(), BuildOptions{Mode: ModeUpdate}).Nodes); a != b {
 			t.Errorf("zero mode:\n%s\nupdate:\n%s", a, b)
 		}
 	})
 	t.Run("install runs every component chunk in parallel from one anchor", func(t *testing.T) {
 		g := Build(payload(), BuildOptions{Mode: ModeInstall})
 		if len(g.Nodes) != 7 || len(g.Nodes[0].Out) != 6 {
-			t.Errorf("install graph:\n%s", g.Tree())
+			t.Errorf("install graph:\n%s", renderNodes(g.Nodes))
 		}
 	})
 	t.Run("no tasks give an empty graph", func(t *testing.T) {
@@ -245,6 +245,123 @@ func TestBuild(t *testing.T) {
 			t.Errorf("got %d nodes", len(g.Nodes))
 		}
 	})
+}
+
+// mixedPayload has every shape a graph must order: parallel components, a
+// Job barrier, an unparsed name, a component over two run levels, and
+// deletes.
+func mixedPayload() []*Task {
+	tasks := fileTasks(
+		"0000_00_cluster-version-operator_00_namespace.yaml",
+		"0000_03_config-operator_01_proxies.crd.yaml",
+		"0000_10_etcd-operator_00_namespace.yaml",
+		"0000_10_etcd-operator_01_deployment.yaml",
+		"0000_10_kube-apiserver-operator_00_namespace.yaml",
+		"0000_10_kube-apiserver-operator_01_old-service.yaml",
+		"0000_30_machine-api_00_migrate.job.yaml",
+		"0000_50_olm_00_namespace.yaml",
+		"0000_50_olm_01_old-crd.yaml",
+		"0000_50_olm_02_old-deployment.yaml",
+		"0000_50_olm_03_clusteroperator.yaml",
+		"0000_50_samples_00_namespace.yaml",
+		"0000_90_olm_00_old-servicemonitor.yaml",
+		"0000_90_olm_01_prometheusrule.yaml",
+		"image-references",
+	)
+	tasks[6].Job = true
+	for _, i := range []int{5, 8, 9, 12} {
+		tasks[i].Delete = true
+	}
+	return tasks
+}
+
+func TestBuildMixedPayload(t *testing.T) {
+	const (
+		cvo       = "0000_00_cluster-version-operator_00_namespace.yaml"
+		config    = "0000_03_config-operator_01_proxies.crd.yaml"
+		etcdNS    = "0000_10_etcd-operator_00_namespace.yaml"
+		etcdDep   = "0000_10_etcd-operator_01_deployment.yaml"
+		kasNS     = "0000_10_kube-apiserver-operator_00_namespace.yaml"
+		kasOld    = "0000_10_kube-apiserver-operator_01_old-service.yaml"
+		migrate   = "0000_30_machine-api_00_migrate.job.yaml"
+		olmNS     = "0000_50_olm_00_namespace.yaml"
+		olmCRD    = "0000_50_olm_01_old-crd.yaml"
+		olmDep    = "0000_50_olm_02_old-deployment.yaml"
+		olmCO     = "0000_50_olm_03_clusteroperator.yaml"
+		samples   = "0000_50_samples_00_namespace.yaml"
+		olmSM     = "0000_90_olm_00_old-servicemonitor.yaml"
+		olmRule   = "0000_90_olm_01_prometheusrule.yaml"
+		imageRefs = "image-references"
+	)
+	// Install and reconcile share a shape: components in parallel on each
+	// side of the Job, whatever their run level.
+	flat := func(before, after [][]string) []nodeSpec {
+		return []nodeSpec{
+			{tasks: []string{migrate}, in: []int{7}, out: []int{2}},
+			{out: []int{3, 4, 5, 6}},
+			{in: []int{0}, out: []int{8, 9, 10, 11}},
+			{tasks: before[0], in: []int{1}, out: []int{7}},
+			{tasks: before[1], in: []int{1}, out: []int{7}},
+			{tasks: before[2], in: []int{1}, out: []int{7}},
+			{tasks: before[3], in: []int{1}, out: []int{7}},
+			{in: []int{3, 4, 5, 6}, out: []int{0}},
+			{tasks: after[0], in: []int{2}},
+			{tasks: after[1], in: []int{2}},
+			{tasks: after[2], in: []int{2}},
+			{tasks: after[3], in: []int{2}},
+		}
+	}
+	tests := map[string]struct {
+		graph *Graph
+		want  []nodeSpec
+	}{
+		"update keeps run levels as barriers and the Job between them": {
+			graph: Build(mixedPayload(), BuildOptions{Mode: ModeUpdate}),
+			want: []nodeSpec{
+				{tasks: []string{migrate}, in: []int{6}, out: []int{2}},
+				{out: []int{3}},
+				{in: []int{0}, out: []int{7, 8}},
+				{tasks: []string{cvo, config}, in: []int{1}, out: []int{4, 5}},
+				{tasks: []string{etcdNS, etcdDep}, in: []int{3}, out: []int{6}},
+				{tasks: []string{kasNS}, in: []int{3}, out: []int{6}},
+				{in: []int{4, 5}, out: []int{0}},
+				{tasks: []string{olmNS, olmCO}, in: []int{2}, out: []int{9}},
+				{tasks: []string{samples}, in: []int{2}, out: []int{9}},
+				{tasks: []string{olmRule, imageRefs}, in: []int{7, 8}},
+			},
+		},
+		"install runs every component in parallel on either side of the Job": {
+			graph: Build(mixedPayload(), BuildOptions{Mode: ModeInstall}),
+			want: flat(
+				[][]string{{cvo}, {config}, {etcdNS, etcdDep}, {kasNS}},
+				[][]string{{olmNS, olmCO}, {samples}, {olmRule}, {imageRefs}},
+			),
+		},
+		"reconcile permutes install's parallel nodes by attempt": {
+			graph: Build(mixedPayload(), BuildOptions{Mode: ModeReconcile, Attempt: 3}),
+			want: flat(
+				[][]string{{kasNS}, {etcdNS, etcdDep}, {config}, {cvo}},
+				[][]string{{olmNS, olmCO}, {olmRule}, {imageRefs}, {samples}},
+			),
+		},
+		"deletes form one reversed chain per component": {
+			graph: BuildDeletes(mixedPayload()),
+			want: []nodeSpec{
+				{tasks: []string{olmSM, olmDep, olmCRD}},
+				{tasks: []string{kasOld}},
+			},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got, want := renderNodes(tt.graph.Nodes), renderSpecs(tt.want); got != want {
+				t.Errorf("nodes:\n%s\nwant:\n%s", got, want)
+			}
+			if err := tt.graph.Validate(); err != nil {
+				t.Errorf("graph is invalid: %v", err)
+			}
+		})
+	}
 }
 
 func TestBuildReconcileOrder(t *testing.T) {

@@ -90,3 +90,25 @@ func (g *Graph) TaskCount() int {
 	}
 	return n
 }
+
+// Steps groups node IDs by their longest distance from a root, the earliest
+// moment each node can run: the nodes of a step may run in parallel. IDs
+// are in order within a step. A graph without nodes has no steps.
+func (g *Graph) Steps() [][]int {
+	if g == nil || len(g.Nodes) == 0 {
+		return nil
+	}
+	depth := make([]int, len(g.Nodes))
+	deepest := 0
+	for _, id := range g.TopoOrder() {
+		for _, p := range g.Nodes[id].In {
+			depth[id] = max(depth[id], depth[p]+1)
+		}
+		deepest = max(deepest, depth[id])
+	}
+	steps := make([][]int, deepest+1)
+	for id := range g.Nodes {
+		steps[depth[id]] = append(steps[depth[id]], id)
+	}
+	return steps
+}

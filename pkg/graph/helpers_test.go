@@ -3,14 +3,23 @@ package graph
 import (
 	"fmt"
 	"strings"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// fileTasks builds one task per file name, in payload order, parsing run
-// level and component as the loader does.
+// fileTask builds the task at a payload index from its file name, parsing
+// run level and component with the loader's rule, so that tests order
+// tasks exactly as production does.
+func fileTask(index int, file string) *Task {
+	level, component := payload.ParseFileName(file)
+	return &Task{Index: index, File: file, RunLevel: level, Component: component}
+}
+
+// fileTasks builds one task per file name, in payload order.
 func fileTasks(names ...string) []*Task {
 	tasks := make([]*Task, len(names))
 	for i, name := range names {
-		tasks[i] = NewTask(i, name)
+		tasks[i] = fileTask(i, name)
 	}
 	return tasks
 }
@@ -87,7 +96,7 @@ func graphOf(specs ...nodeSpec) *Graph {
 	for i, s := range specs {
 		n := &Node{ID: i, In: s.in, Out: s.out}
 		for _, file := range s.tasks {
-			n.Tasks = append(n.Tasks, NewTask(index, file))
+			n.Tasks = append(n.Tasks, fileTask(index, file))
 			index++
 		}
 		g.Nodes = append(g.Nodes, n)

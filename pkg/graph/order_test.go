@@ -200,29 +200,3 @@ func TestPermuteOrder(t *testing.T) {
 		}
 	})
 }
-
-func TestParseFileName(t *testing.T) {
-	tests := map[string]struct {
-		file      string
-		level     int
-		component string
-		ok        bool
-	}{
-		"a plain name parses":                        {"0000_50_olm_00-namespace.yaml", 50, "olm", true},
-		"a dashed component is kept whole":           {"0000_50_cluster-svcat-apiserver-operator_00_namespace.yaml", 50, "cluster-svcat-apiserver-operator", true},
-		"a leading zero run level parses":            {"0000_05_config-operator_02_apiserver.cr.yaml", 5, "config-operator", true},
-		"a name without the 0000 prefix is unparsed": {"release-metadata", -1, "", false},
-		"a name without a component is unparsed":     {"0000_50_.yaml", -1, "", false},
-		"a component must be followed by _":          {"0000_50_olm.yaml", -1, "", false},
-		"a component cannot start with a dash":       {"0000_50_-olm_x.yaml", -1, "", false},
-		"a huge run level is unparsed, not wrapped":  {"0000_99999999999999999999_a_x", -1, "", false},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			level, component, ok := ParseFileName(tt.file)
-			if level != tt.level || component != tt.component || ok != tt.ok {
-				t.Errorf("ParseFileName(%q) = %d, %q, %v; want %d, %q, %v", tt.file, level, component, ok, tt.level, tt.component, tt.ok)
-			}
-		})
-	}
-}

@@ -34,7 +34,7 @@ func ocpRealTasks(tb testing.TB) []*Task {
 			continue
 		}
 		for d := range max(docs[name], 1) {
-			task := NewTask(len(tasks), name)
+			task := fileTask(len(tasks), name)
 			task.Name = fmt.Sprintf("%s#%d", name, d)
 			tasks = append(tasks, task)
 		}
@@ -100,7 +100,7 @@ func realShapedPayload() []*Task {
 			comp := comps[f*len(comps)/files[i]]
 			file := fmt.Sprintf("0000_%02d_%s_%03d.yaml", level, comp, f)
 			for range 1 + extraDocs[fileNo] {
-				tasks = append(tasks, NewTask(len(tasks), file))
+				tasks = append(tasks, fileTask(len(tasks), file))
 			}
 			fileNo++
 		}
@@ -118,7 +118,7 @@ func largePayload(n int) []*Task {
 	perComponent := max(n/(40*25), 1)
 	for i := 0; len(tasks) < n; i++ {
 		level, comp, file := i/(25*perComponent), (i/perComponent)%25, i%perComponent
-		task := NewTask(len(tasks), fmt.Sprintf("0000_%02d_component%02d_%04d.yaml", level, comp, file))
+		task := fileTask(len(tasks), fmt.Sprintf("0000_%02d_component%02d_%04d.yaml", level, comp, file))
 		task.Job = len(tasks)%1000 == 999
 		task.Delete = len(tasks)%50 == 25
 		tasks = append(tasks, task)
@@ -134,7 +134,7 @@ type levelShape struct {
 
 func shapeByRunLevel(g *Graph) []levelShape {
 	stepOf := map[int]int{}
-	for s, ids := range g.steps() {
+	for s, ids := range g.Steps() {
 		for _, id := range ids {
 			stepOf[id] = s
 		}
@@ -202,7 +202,7 @@ func TestOCPRealShape(t *testing.T) {
 				withTasks++
 			}
 		}
-		t.Logf("%s: %d tasks, %d nodes (%d with tasks), %d steps", mode, len(tasks), len(g.Nodes), withTasks, len(g.steps()))
+		t.Logf("%s: %d tasks, %d nodes (%d with tasks), %d steps", mode, len(tasks), len(g.Nodes), withTasks, len(g.Steps()))
 	}
 	g := Build(tasks, BuildOptions{Mode: ModeUpdate})
 	t.Logf("| run level | tasks | nodes | parallel width |")

@@ -258,21 +258,32 @@ func TestLoadKeepsWarnings(t *testing.T) {
 
 func TestParseFileName(t *testing.T) {
 	tests := map[string]struct {
+		file      string
 		level     int
 		component string
 	}{
-		"0000_50_olm_07-collect-profiles.cronjob.yaml":           {50, "olm"},
-		"0000_00_cluster-version-operator_00_namespace.yaml":     {0, "cluster-version-operator"},
-		"release-manifests/0000_90_machine-config_90_deletion.y": {90, "machine-config"},
-		"0000_50_olm.yaml":        {-1, ""},
-		"00_namespace.yaml":       {-1, ""},
-		"0000_x_olm_00.yaml":      {-1, ""},
-		"0000_10_bad_-name_.yaml": {10, "bad"},
+		"a plain name parses":                       {"0000_50_olm_07-collect-profiles.cronjob.yaml", 50, "olm"},
+		"a dashed component is kept whole":          {"0000_00_cluster-version-operator_00_namespace.yaml", 0, "cluster-version-operator"},
+		"a leading zero run level parses":           {"0000_05_config-operator_02_apiserver.cr.yaml", 5, "config-operator"},
+		"the component ends at the first _":         {"0000_10_a-b-c_d-e_f.yaml", 10, "a-b-c"},
+		"only the base name counts":                 {"release-manifests/0000_90_machine-config_90_deletion.y", 90, "machine-config"},
+		"a directory name is not the file name":     {"0000_90_machine-config_x/deletion.yaml", -1, ""},
+		"a name without the 0000 prefix":            {"00_namespace.yaml", -1, ""},
+		"a name without any prefix":                 {"release-metadata", -1, ""},
+		"a name without a component":                {"0000_50_.yaml", -1, ""},
+		"a component must be followed by _":         {"0000_50_olm.yaml", -1, ""},
+		"a component cannot start with a dash":      {"0000_50_-olm_x.yaml", -1, ""},
+		"a component stops before a dash after _":   {"0000_10_bad_-name_.yaml", 10, "bad"},
+		"a run level must be digits":                {"0000_x_olm_00.yaml", -1, ""},
+		"a negative run level is unparsed":          {"0000_-1_olm_00.yaml", -1, ""},
+		"a huge run level is unparsed, not wrapped": {"0000_99999999999999999999_a_x", -1, ""},
 	}
 	for name, tt := range tests {
-		level, component := ParseFileName(name)
-		if level != tt.level || component != tt.component {
-			t.Errorf("ParseFileName(%q) = %d, %q; want %d, %q", name, level, component, tt.level, tt.component)
-		}
+		t.Run(name, func(t *testing.T) {
+			level, component := ParseFileName(tt.file)
+			if level != tt.level || component != tt.component {
+				t.Errorf("ParseFileName(%q) = %d, %q; want %d, %q", tt.file, level, component, tt.level, tt.component)
+			}
+		})
 	}
 }
