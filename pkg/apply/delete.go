@@ -129,7 +129,7 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 // crash the object itself shows what happened. It returns the last step
 // and, for a failed step, the error.
 func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, rec deletion.Record) (deletion.Step, error) {
-	if err := p.e.checkDeletable(p.rel, m.ID()); err != nil {
+	if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
 		te := taskError(m, "delete", err)
 		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error()})), te
 	}

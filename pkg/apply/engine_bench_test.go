@@ -31,7 +31,7 @@ const benchObjects = 1000
 //
 //	go test -run '^$' -bench SyncPerObject -benchmem ./pkg/apply/
 func BenchmarkSyncPerObject(b *testing.B) {
-	rel := benchRelease(b, benchObjects)
+	rel := benchRelease(b, benchObjects, 0)
 	cases := []struct {
 		name    string
 		mode    graph.Mode
@@ -61,8 +61,29 @@ func BenchmarkSyncPerObject(b *testing.B) {
 	}
 }
 
-// benchRelease writes and loads a payload of n ConfigMaps over 16 components.
-func benchRelease(b *testing.B, n int) *payload.Release {
+// BenchmarkPlanOfflineUpdate plans a large payload whose every tenth
+// manifest is a delete: an update plan checks each delete against the
+// release's marked set, which must stay linear in the payload (it once
+// scanned every manifest per delete: 15–20 s at 20,000).
+//
+//	go test -run '^$' -bench PlanOffline -benchmem ./pkg/apply/
+func BenchmarkPlanOffline(b *testing.B) {
+	rel := benchRelease(b, 20000, 10)
+	for _, mode := range []graph.Mode{graph.ModeInstall, graph.ModeUpdate} {
+		b.Run(fmt.Sprintf("%s-20000", mode), func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if p := PlanOffline(rel, PlanOptions{Mode: mode}); len(p.Actions) != len(rel.Manifests) {
+					b.Fatalf("%d actions for %d manifests", len(p.Actions), len(rel.Manifests))
+				}
+			}
+		})
+	}
+}
+
+// benchRelease writes and loads a payload of n ConfigMaps over 16
+// components; with deleteEvery > 0, every deleteEvery-th is a delete.
+func benchRelease(b *testing.B, n, deleteEvery int) *payload.Release {
 	b.Helper()
 	dir := b.TempDir()
 	files := map[string]*strings.Builder{}
@@ -73,7 +94,11 @@ func benchRelease(b *testing.B, n int) *payload.Release {
 		} else {
 			files[name].WriteString("---\n")
 		}
-		fmt.Fprintf(files[name], "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%04d\n  namespace: bench\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\ndata:\n  index: \"%d\"\n  config: |\n    replicas: %d\n", i, i, i%5)
+		del := ""
+		if deleteEvery > 0 && i%deleteEvery == 0 {
+			del = "\n    release.openshift.io/delete: \"true\""
+		}
+		fmt.Fprintf(files[name], "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%05d\n  namespace: bench\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"%s\ndata:\n  index: \"%d\"\n  config: |\n    replicas: %d\n", i, del, i, i%5)
 	}
 	files["release-metadata"] = &strings.Builder{}
 	files["release-metadata"].WriteString(`{"kind":"cincinnati-metadata-v0","version":"1.0.0","previous":[],"metadata":{}}`)

@@ -88,7 +88,7 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		rel:       rel,
 		opts:      opts,
 		results:   make([]ObjectResult, len(rel.Manifests)),
-		marked:    map[payload.ObjectID]bool{},
+		marked:    markedFor(rel),
 		groupSize: map[listKey]int{},
 		readers:   map[listKey]map[string]int{},
 		snapshots: map[listKey]*snapshot{},
@@ -98,7 +98,6 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		key := listKey{gvk: m.GVK, namespace: m.Obj.GetNamespace()}
 		p.groupSize[key]++
 		if m.Delete() {
-			p.marked[m.ID()] = true
 			continue
 		}
 		p.total++

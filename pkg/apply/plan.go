@@ -134,6 +134,7 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 	opts.setDefaults()
 	p := newPlan(rel, opts)
 	guard := &Engine{protected: opts.Self.protectedSet()}
+	marked := markedFor(rel)
 	for i, m := range rel.Manifests {
 		a := &p.Actions[i]
 		switch {
@@ -146,7 +147,7 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 			a.Action, a.Reason = PlanSkip, notDeletingReason(opts.Mode, false)
 		default:
 			a.Action = PlanDelete
-			if err := guard.checkDeletable(rel, m.ID()); err != nil {
+			if err := guard.checkDeletable(marked, rel.Version, m.ID()); err != nil {
 				a.Action, a.Reason, a.refused = PlanSkip, refusal(err), true
 			}
 		}
@@ -271,7 +272,7 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	step := p.next(m, deletion.Observation{Kind: deletion.Look, Live: live})
 	a := deleteAction(m, p.opts.Mode, live, step, prev.Release)
 	if step.Outcome == deletion.OutcomeIssue {
-		if err := p.e.checkDeletable(p.rel, m.ID()); err != nil {
+		if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
 			a.Action, a.Reason, a.refused = PlanSkip, refusal(err), true
 		}
 	}

@@ -51,19 +51,30 @@ func (s Self) protectedSet() map[payload.ObjectID]string {
 	return set
 }
 
-// checkDeletable refuses a delete unless the release being applied has a
-// delete manifest naming exactly this object and the object is not protected.
-// It is the last gate before every DELETE the engine sends.
-func (e *Engine) checkDeletable(rel *payload.Release, id payload.ObjectID) error {
+// checkDeletable refuses a delete unless the release being applied, whose
+// delete manifests name the objects in marked, has one naming exactly this
+// object, and the object is not protected. It is the last gate before every
+// DELETE the engine sends.
+func (e *Engine) checkDeletable(marked map[payload.ObjectID]bool, release string, id payload.ObjectID) error {
 	if why, ok := e.protected[id]; ok {
 		return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
 			Message: fmt.Sprintf("refusing to delete %s: it is %s", id, why)}
 	}
-	for _, m := range rel.Manifests {
-		if m.Delete() && m.ID() == id {
-			return nil
-		}
+	if marked[id] {
+		return nil
 	}
 	return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
-		Message: fmt.Sprintf("refusing to delete %s: release %s has no delete manifest for it", id, rel.Version)}
+		Message: fmt.Sprintf("refusing to delete %s: release %s has no delete manifest for it", id, release)}
+}
+
+// markedFor is the set of objects rel's delete manifests name, built once
+// per pass: a look-up per delete keeps the gate linear in the payload.
+func markedFor(rel *payload.Release) map[payload.ObjectID]bool {
+	marked := map[payload.ObjectID]bool{}
+	for _, m := range rel.Manifests {
+		if m.Delete() {
+			marked[m.ID()] = true
+		}
+	}
+	return marked
 }

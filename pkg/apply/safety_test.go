@@ -31,7 +31,7 @@ func TestCheckDeletable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := e.checkDeletable(rel, tt.id)
+			err := e.checkDeletable(markedFor(rel), rel.Version, tt.id)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected refusal: %v", err)
