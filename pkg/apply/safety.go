@@ -35,11 +35,14 @@ func DefaultSelf() Self {
 	}
 }
 
-// protectedSet lists every object the engine refuses to delete.
+// protectedSet lists every object the engine refuses to delete. A
+// cluster-scoped object is listed without a namespace.
 func (s Self) protectedSet() map[payload.ObjectID]string {
 	set := map[payload.ObjectID]string{}
 	for _, ns := range append(append([]string(nil), protectedNamespaces...), s.Namespace) {
 		set[payload.ObjectID{Kind: "Namespace", Name: ns}] = "a protected namespace"
+		// An OpenShift Project is its namespace seen through another API.
+		set[payload.ObjectID{Group: "project.openshift.io", Kind: "Project", Name: ns}] = "a protected namespace"
 	}
 	for _, crd := range protectedCRDs {
 		set[payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: crd}] =
@@ -56,7 +59,7 @@ func (s Self) protectedSet() map[payload.ObjectID]string {
 // object, and the object is not protected. It is the last gate before every
 // DELETE the engine sends.
 func (e *Engine) checkDeletable(marked map[payload.ObjectID]bool, release string, id payload.ObjectID) error {
-	if why, ok := e.protected[id]; ok {
+	if why, ok := e.protectedReason(id); ok {
 		return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
 			Message: fmt.Sprintf("refusing to delete %s: it is %s", id, why)}
 	}
@@ -65,6 +68,19 @@ func (e *Engine) checkDeletable(marked map[payload.ObjectID]bool, release string
 	}
 	return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
 		Message: fmt.Sprintf("refusing to delete %s: release %s has no delete manifest for it", id, release)}
+}
+
+// protectedReason says why id may not be deleted. A namespace a manifest
+// sets on a cluster-scoped kind is ignored, as the DELETE ignores it:
+// protected cluster-scoped objects are listed without one, so they are
+// looked up without one too.
+func (e *Engine) protectedReason(id payload.ObjectID) (string, bool) {
+	if why, ok := e.protected[id]; ok {
+		return why, true
+	}
+	id.Namespace = ""
+	why, ok := e.protected[id]
+	return why, ok
 }
 
 // markedFor is the set of objects rel's delete manifests name, built once

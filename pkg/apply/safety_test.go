@@ -28,6 +28,11 @@ func TestCheckDeletable(t *testing.T) {
 		{"the applier's namespace is refused", payload.ObjectID{Kind: "Namespace", Name: "openshift-cluster-version"}, "protected namespace"},
 		{"the applier's deployment is refused", payload.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "openshift-cluster-version", Name: "cluster-version-operator"}, "own Deployment"},
 		{"the ClusterVersion CRD is refused", payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: "clusterversions.config.openshift.io"}, "CustomResourceDefinition"},
+		{"kube-system is refused under a stray namespace, which its DELETE ignores", payload.ObjectID{Kind: "Namespace", Namespace: "anything", Name: "kube-system"}, "protected namespace"},
+		{"the ClusterVersion is refused under a stray namespace", payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Namespace: "ns", Name: "version"}, "ClusterVersion the applier reports on"},
+		{"the ClusterOperator CRD is refused under a stray namespace", payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Namespace: "ns", Name: "clusteroperators.config.openshift.io"}, "CustomResourceDefinition"},
+		{"a Project named like a protected namespace is refused", payload.ObjectID{Group: "project.openshift.io", Kind: "Project", Name: "default"}, "protected namespace"},
+		{"the applier's deployment is refused in its own namespace only", payload.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "elsewhere", Name: "cluster-version-operator"}, "no delete manifest"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
