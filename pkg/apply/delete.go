@@ -20,15 +20,24 @@ import (
 )
 
 // claimDeletes records, before any delete runs, that this update asks for
-// every delete its payload carries. A delete that pacing holds back then
-// still belongs to this update, and later passes in any mode issue it.
+// every delete its payload carries, and the UID of the object it saw. A
+// delete that pacing holds back then still belongs to this update, and
+// later passes in any mode issue it, but only for that object: one
+// re-created under the same name since is reported, never deleted.
 func (p *pass) claimDeletes(ctx context.Context) error {
-	var claims []deletion.Record
+	var unclaimed []*payload.Manifest
 	for _, m := range p.rel.Manifests {
 		if !m.Delete() {
 			continue
 		}
-		step := p.next(m, deletion.Observation{Kind: deletion.Claim})
+		if _, ok := p.e.ledger.Get(m.ID()); !ok {
+			unclaimed = append(unclaimed, m)
+		}
+	}
+	seen := p.readClaimed(ctx, unclaimed)
+	var claims []deletion.Record
+	for i, m := range unclaimed {
+		step := p.next(m, deletion.Observation{Kind: deletion.Claim, Live: seen[i]})
 		if step.Save {
 			claims = append(claims, step.Record)
 		}

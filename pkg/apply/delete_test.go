@@ -7,14 +7,18 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
@@ -143,5 +147,81 @@ func TestPendingRecordOfATerminatingObjectIsInProgress(t *testing.T) {
 				t.Errorf("record is %s, want %s: %+v", rec.State, tc.want, rec)
 			}
 		})
+	}
+}
+
+// holdFinalized makes the fake cluster keep an object with finalizers on
+// DELETE, marked terminating, as an apiserver does.
+func holdFinalized(dyn *dynamicfake.FakeDynamicClient) {
+	dyn.PrependReactor("delete", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		da := a.(clienttesting.DeleteAction)
+		obj, err := dyn.Tracker().Get(configMapsGVR, da.GetNamespace(), da.GetName())
+		if err != nil {
+			return false, nil, nil
+		}
+		u := obj.(*unstructured.Unstructured)
+		if len(u.GetFinalizers()) == 0 {
+			return false, nil, nil
+		}
+		ts := metav1.Now()
+		u.SetDeletionTimestamp(&ts)
+		return true, u, dyn.Tracker().Update(configMapsGVR, u, da.GetNamespace())
+	})
+}
+
+func TestAClaimedObjectReCreatedUnderItsNameIsNeverDeleted(t *testing.T) {
+	ctx := context.Background()
+	rel := planRelease(t,
+		planDoc{"0000_50_c_01_a.yaml", cmYAML("a", "v", deleteAnn)},
+		planDoc{"0000_50_c_02_b.yaml", cmYAML("b", "v", deleteAnn)})
+	rel.Version = "2"
+	e, writes := writeRecorder(t, &deletion.MemoryStore{}, liveCM("a", "v"), liveCM("b", "v", "example.com/hold"))
+	dyn := e.dynamic.(*dynamicfake.FakeDynamicClient)
+	holdFinalized(dyn)
+	opts := SyncOptions{Mode: graph.ModeUpdate, DeleteSettle: time.Millisecond}
+	if _, err := e.Sync(ctx, rel, opts); err != nil {
+		t.Fatal(err)
+	}
+	claim, _ := e.ledger.Get(rel.Manifests[0].ID())
+	if claim.State != deletion.Pending || claim.UID != "uid-a" {
+		t.Fatalf("a waits behind b with the UID the update saw: %+v", claim)
+	}
+
+	// A user re-creates a while b's finalizer holds the chain, then b goes.
+	if err := dyn.Tracker().Delete(configMapsGVR, "ns", "a"); err != nil {
+		t.Fatal(err)
+	}
+	recreated := liveCM("a", "mine")
+	recreated.SetUID("uid-a2")
+	if err := dyn.Tracker().Add(recreated); err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Tracker().Delete(configMapsGVR, "ns", "b"); err != nil {
+		t.Fatal(err)
+	}
+	*writes = nil
+	for _, mode := range []graph.Mode{graph.ModeReconcile, graph.ModeUpdate} {
+		opts.Mode = mode
+		res, err := e.Sync(ctx, rel, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Objects[0].Action; got != ActionReappeared {
+			t.Errorf("%s pass: a was %s, want reappeared", mode, got)
+		}
+	}
+	next := planRelease(t, planDoc{"0000_50_c_01_a.yaml", cmYAML("a", "v", deleteAnn)})
+	next.Version = "3"
+	opts.Mode = graph.ModeUpdate
+	if _, err := e.Sync(ctx, next, opts); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range *writes {
+		if w.GetVerb() == "delete" {
+			t.Errorf("the re-created object was deleted: %v", w)
+		}
+	}
+	if _, err := dyn.Tracker().Get(configMapsGVR, "ns", "a"); err != nil {
+		t.Errorf("the re-created object must stay: %v", err)
 	}
 }

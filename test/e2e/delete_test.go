@@ -259,7 +259,7 @@ func adminDeletes(t testing.TB, mark cluster.AuditMark) map[string]int {
 	return out
 }
 
-func TestReappearedObjectIsReportedNotDeletedAgain(t *testing.T) {
+func TestReappearedObjectIsReportedNotDeletedAgainByAnyRelease(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
 	e := newEngine(t, c, ns)
@@ -286,6 +286,13 @@ func TestReappearedObjectIsReportedNotDeletedAgain(t *testing.T) {
 	}
 	if len(res.Deletes.Reappeared) != 1 || res.Deletes.Reappeared[0].ReappearedAt == nil {
 		t.Errorf("the ledger must record the reappearance: %+v", res.Deletes)
+	}
+	// A later release that still carries the delete manifest leaves it too.
+	v3 := load(t, writePayload(t, "1.0.2", map[string]string{
+		"0000_50_demo_01_x.yaml": withDelete(configMap(ns, "x", "v")),
+	}))
+	if a := actions(sync(t, e, v3, graph.ModeUpdate))["ConfigMap/"+ns+"/x"]; a != apply.ActionReappeared {
+		t.Errorf("the next release: x was %s, want reappeared", a)
 	}
 	if d := adminDeletes(t, mark); len(d) != 0 {
 		t.Errorf("a reappeared object was deleted again: %v", d)

@@ -155,13 +155,14 @@ type Step struct {
 // terminating or recorded as gone in this release, and only issues one in
 // an update or for a delete an update claimed.
 //
-// States move: (none) → Pending on Claim or when Look issues; Pending →
-// InProgress once the DELETE is accepted or the object is seen
-// terminating; InProgress → Completed once gone; (none), Pending or
-// Abandoned → Absent when gone at first look; Pending → Abandoned on
-// Drop. Completed and Absent are final for a release: an object there
-// again sets ReappearedAt and is reported, not deleted again, until an
-// update to another release asks anew.
+// States move: (none) → Pending on Claim, with the UID of the object the
+// update saw, or when Look issues; Pending → InProgress once the DELETE is
+// accepted or the object is seen terminating; InProgress → Completed once
+// gone; (none), Pending or Abandoned → Absent when gone at first look;
+// Pending → Abandoned on Drop. A recorded UID that differs from the live
+// object's means the object it names is gone (Completed). Completed and
+// Absent are final: an object there again sets ReappearedAt and is
+// reported, never deleted again, by any pass or later release.
 func Next(prev *Record, obs Observation) Step {
 	rec := Record{ID: obs.ID, File: obs.File, Release: obs.Release}
 	if prev != nil {
@@ -176,6 +177,9 @@ func Next(prev *Record, obs Observation) Step {
 			return *s
 		}
 		s.Record.State = Pending
+		if obs.Live != nil {
+			s.Record.UID = obs.Live.GetUID()
+		}
 	case Look:
 		s.look(prev, obs, now)
 	case Refuse, Fail:
@@ -251,23 +255,22 @@ func (s *Step) look(prev *Record, obs Observation, now metav1.Time) {
 	}
 
 	if rec.Done() {
-		// A new update that still carries the delete manifest asks anew;
-		// within the release that completed it, the object is only reported.
-		if !obs.Update || rec.Release == obs.Release {
-			s.reappear(prev, live, now)
-			return
-		}
-		*rec = Record{ID: rec.ID, File: obs.File, Release: obs.Release}
+		// An object back after its delete is reported and never deleted
+		// again, by this release or a later one that still carries the
+		// delete manifest, as the CVO treats it.
+		s.reappear(prev, live, now)
+		return
 	}
-	if rec.State == Abandoned && obs.Update {
-		// A release asks again for a delete an earlier one gave up.
-		*rec = Record{ID: rec.ID, File: obs.File, Release: obs.Release}
-	}
-	if rec.State == InProgress && rec.UID != "" && rec.UID != live.GetUID() {
-		// The object we deleted is gone and another took its name.
+	if rec.UID != "" && rec.UID != live.GetUID() {
+		// The object the delete was claimed or issued for is gone, and
+		// another took its name.
 		rec.State, rec.CompletedAt = Completed, &now
 		s.reappear(prev, live, now)
 		return
+	}
+	if rec.State == Abandoned && obs.Update {
+		// A release asks again for a delete an earlier one gave up.
+		*rec = Record{ID: rec.ID, File: obs.File, Release: obs.Release, UID: rec.UID}
 	}
 	if ts := live.GetDeletionTimestamp(); ts != nil {
 		rec.State, rec.UID = InProgress, live.GetUID()

@@ -81,6 +81,7 @@ var transitionCases = []struct {
 }{
 	// Claim
 	{"an update claims a delete it has no record of", nil, obs(Claim, update, nil), want{Pending, OutcomeUnchanged, nil, nil}},
+	{"a claim records the UID of the object the update saw", nil, obs(Claim, update, present), want{Pending, OutcomeUnchanged, nil, nil}},
 	{"a claim leaves a pending record alone", record(Pending, "1", ""), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
 	{"a claim leaves an issued delete alone", record(InProgress, "1", "u1"), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
 	{"a claim leaves a completed delete to the walk, which asks anew", record(Completed, "1", "u1"), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
@@ -103,7 +104,13 @@ var transitionCases = []struct {
 		want{Completed, OutcomeReappeared, []Transition{TransitionReappeared}, []string{ReasonReappeared}}},
 	{"an object back within the update that deleted it is reported, not deleted", record(Completed, "2", "u1"), obs(Look, update, another),
 		want{Completed, OutcomeReappeared, []Transition{TransitionReappeared}, []string{ReasonReappeared}}},
-	{"a new update that still carries the delete asks anew", record(Completed, "1", "u1"), obs(Look, update, another), want{Pending, OutcomeIssue, nil, nil}},
+	{"a later release that still carries the delete reports the object back, never deletes it", record(Completed, "1", "u1"), obs(Look, update, another),
+		want{Completed, OutcomeReappeared, []Transition{TransitionReappeared}, []string{ReasonReappeared}}},
+	{"an object re-created under a claimed name is reported, not deleted", record(Pending, "2", "u1"), obs(Look, reconcile, another),
+		want{Completed, OutcomeReappeared, []Transition{TransitionReappeared}, []string{ReasonReappeared}}},
+	{"a claimed object is issued while it is the one the update saw", record(Pending, "2", "u1"), obs(Look, update, present), want{Pending, OutcomeIssue, nil, nil}},
+	{"an abandoned delete asked again is not issued for an object re-created since", record(Abandoned, "1", "u2"), obs(Look, update, present),
+		want{Completed, OutcomeReappeared, []Transition{TransitionReappeared}, []string{ReasonReappeared}}},
 	{"an absent object stays done", record(Absent, "2", ""), obs(Look, reconcile, nil), want{Absent, OutcomeDone, nil, nil}},
 	{"an object that shows up after it was found absent is reported", record(Absent, "2", ""), obs(Look, reconcile, present),
 		want{Absent, OutcomeReappeared, []Transition{TransitionReappeared}, []string{ReasonReappeared}}},
@@ -216,6 +223,9 @@ func checkRecord(t *testing.T, prev *Record, o Observation, step Step) {
 	r := step.Record
 	if r.ID != testID {
 		t.Errorf("the record names %s, want %s", r.ID, testID)
+	}
+	if o.Kind == Claim && prev == nil && o.Live != nil && step.Record.UID != o.Live.GetUID() {
+		t.Errorf("a claim records the UID of the object seen, got %q", step.Record.UID)
 	}
 	switch step.Outcome {
 	case OutcomeIssue:
