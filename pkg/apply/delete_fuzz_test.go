@@ -128,6 +128,7 @@ func FuzzSyncDeletes(f *testing.F) {
 		var objs []runtime.Object
 		var records []deletion.Record
 		claimed := map[fuzzTarget]bool{}
+		present := map[fuzzTarget]bool{}
 		for _, k := range fuzzKinds {
 			scope := meta.RESTScopeNamespace
 			if k.cluster {
@@ -144,7 +145,8 @@ func FuzzSyncDeletes(f *testing.F) {
 				ns = ""
 			}
 			uid := types.UID(fmt.Sprintf("uid-%d", in.pick(3)))
-			if in.pick(4) > 0 {
+			if in.pick(4) > 0 && !present[fuzzTarget{k.resource, ns, name}] {
+				present[fuzzTarget{k.resource, ns, name}] = true
 				objs = append(objs, fuzzObject(k, ns, name, uid, in.pick(3) == 0))
 			}
 			if in.pick(2) == 0 {
