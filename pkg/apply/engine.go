@@ -108,16 +108,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("apply engine: %w", err)
 	}
-	def := DefaultSelf()
-	if cfg.Self.Namespace == "" {
-		cfg.Self.Namespace = def.Namespace
-	}
-	if cfg.Self.Deployment == "" {
-		cfg.Self.Deployment = def.Deployment
-	}
-	if cfg.Self.Ledger == "" {
-		cfg.Self.Ledger = def.Ledger
-	}
+	cfg.Self = cfg.Self.withDefaults()
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}

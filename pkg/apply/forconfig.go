@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"cmp"
-
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -40,9 +38,8 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 		cfg.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	}
 	if cfg.Ledger == nil {
-		def := DefaultSelf()
-		cfg.Ledger = &deletion.ConfigMapStore{Client: kube,
-			Namespace: cmp.Or(cfg.Self.Namespace, def.Namespace), Name: cmp.Or(cfg.Self.Ledger, def.Ledger)}
+		self := cfg.Self.withDefaults()
+		cfg.Ledger = &deletion.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.Ledger}
 	}
 	return New(cfg)
 }

@@ -66,10 +66,7 @@ type PlanOptions struct {
 
 func (o *PlanOptions) setDefaults() {
 	o.Mode = cmp.Or(o.Mode, graph.ModeUpdate)
-	def := DefaultSelf()
-	o.Self.Namespace = cmp.Or(o.Self.Namespace, def.Namespace)
-	o.Self.Deployment = cmp.Or(o.Self.Deployment, def.Deployment)
-	o.Self.Ledger = cmp.Or(o.Self.Ledger, def.Ledger)
+	o.Self = o.Self.withDefaults()
 	if o.Parallelism < 1 {
 		o.Parallelism = planParallelism
 	}

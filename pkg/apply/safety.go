@@ -1,14 +1,16 @@
 package apply
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // protectedNamespaces are never deleted, whatever a payload says: losing one
-// takes the cluster or the applier down with it.
-var protectedNamespaces = []string{"kube-system", "kube-public", "default"}
+// takes the cluster or the applier down with it (kube-node-lease holds the
+// nodes' heartbeats).
+var protectedNamespaces = []string{"kube-system", "kube-public", "kube-node-lease", "default"}
 
 // protectedCRDs serve the applier's own state.
 var protectedCRDs = []string{
@@ -24,15 +26,38 @@ type Self struct {
 	Deployment string
 	// Ledger is the name of the ledger ConfigMap in Namespace.
 	Ledger string
+	// ServiceAccount runs the Deployment; its Role, RoleBinding and
+	// ClusterRoleBinding share its name.
+	ServiceAccount string
+	// Lease is the leader-election Lease in Namespace.
+	Lease string
+	// PayloadStore is the PersistentVolumeClaim in Namespace that holds
+	// the release payloads.
+	PayloadStore string
 }
 
 // DefaultSelf returns the names the applier's own manifests use.
 func DefaultSelf() Self {
 	return Self{
-		Namespace:  "openshift-cluster-version",
-		Deployment: "cluster-version-operator",
-		Ledger:     "payload-applier-delete-ledger",
+		Namespace:      "openshift-cluster-version",
+		Deployment:     "cluster-version-operator",
+		Ledger:         "payload-applier-delete-ledger",
+		ServiceAccount: "cluster-version-operator",
+		Lease:          "payload-applier",
+		PayloadStore:   "payload-applier-payloads",
 	}
+}
+
+// withDefaults fills the fields s leaves empty from DefaultSelf.
+func (s Self) withDefaults() Self {
+	def := DefaultSelf()
+	s.Namespace = cmp.Or(s.Namespace, def.Namespace)
+	s.Deployment = cmp.Or(s.Deployment, def.Deployment)
+	s.Ledger = cmp.Or(s.Ledger, def.Ledger)
+	s.ServiceAccount = cmp.Or(s.ServiceAccount, def.ServiceAccount)
+	s.Lease = cmp.Or(s.Lease, def.Lease)
+	s.PayloadStore = cmp.Or(s.PayloadStore, def.PayloadStore)
+	return s
 }
 
 // protectedSet lists every object the engine refuses to delete. A
@@ -49,6 +74,13 @@ func (s Self) protectedSet() map[payload.ObjectID]string {
 			"the CustomResourceDefinition behind the applier's own status"
 	}
 	set[payload.ObjectID{Group: "apps", Kind: "Deployment", Namespace: s.Namespace, Name: s.Deployment}] = "the applier's own Deployment"
+	set[payload.ObjectID{Kind: "ServiceAccount", Namespace: s.Namespace, Name: s.ServiceAccount}] = "the applier's own ServiceAccount"
+	for _, kind := range []string{"Role", "RoleBinding"} {
+		set[payload.ObjectID{Group: "rbac.authorization.k8s.io", Kind: kind, Namespace: s.Namespace, Name: s.ServiceAccount}] = "the applier's own " + kind
+	}
+	set[payload.ObjectID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Name: s.ServiceAccount}] = "the applier's own ClusterRoleBinding"
+	set[payload.ObjectID{Group: "coordination.k8s.io", Kind: "Lease", Namespace: s.Namespace, Name: s.Lease}] = "the applier's leader-election Lease"
+	set[payload.ObjectID{Kind: "PersistentVolumeClaim", Namespace: s.Namespace, Name: s.PayloadStore}] = "the applier's payload store"
 	set[payload.ObjectID{Kind: "ConfigMap", Namespace: s.Namespace, Name: s.Ledger}] = "the applier's delete ledger"
 	set[payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Name: "version"}] = "the ClusterVersion the applier reports on"
 	return set

@@ -31,6 +31,13 @@ func TestCheckDeletable(t *testing.T) {
 		{"kube-system is refused under a stray namespace, which its DELETE ignores", payload.ObjectID{Kind: "Namespace", Namespace: "anything", Name: "kube-system"}, "protected namespace"},
 		{"the ClusterVersion is refused under a stray namespace", payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Namespace: "ns", Name: "version"}, "ClusterVersion the applier reports on"},
 		{"the ClusterOperator CRD is refused under a stray namespace", payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Namespace: "ns", Name: "clusteroperators.config.openshift.io"}, "CustomResourceDefinition"},
+		{"kube-node-lease is refused", payload.ObjectID{Kind: "Namespace", Name: "kube-node-lease"}, "protected namespace"},
+		{"the applier's ServiceAccount is refused", payload.ObjectID{Kind: "ServiceAccount", Namespace: "openshift-cluster-version", Name: "cluster-version-operator"}, "own ServiceAccount"},
+		{"the applier's Role is refused", payload.ObjectID{Group: "rbac.authorization.k8s.io", Kind: "Role", Namespace: "openshift-cluster-version", Name: "cluster-version-operator"}, "own Role"},
+		{"the applier's RoleBinding is refused", payload.ObjectID{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding", Namespace: "openshift-cluster-version", Name: "cluster-version-operator"}, "own RoleBinding"},
+		{"the applier's ClusterRoleBinding is refused", payload.ObjectID{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding", Name: "cluster-version-operator"}, "own ClusterRoleBinding"},
+		{"the applier's Lease is refused", payload.ObjectID{Group: "coordination.k8s.io", Kind: "Lease", Namespace: "openshift-cluster-version", Name: "payload-applier"}, "Lease"},
+		{"the applier's payload store is refused", payload.ObjectID{Kind: "PersistentVolumeClaim", Namespace: "openshift-cluster-version", Name: "payload-applier-payloads"}, "payload store"},
 		{"a Project named like a protected namespace is refused", payload.ObjectID{Group: "project.openshift.io", Kind: "Project", Name: "default"}, "protected namespace"},
 		{"the applier's deployment is refused in its own namespace only", payload.ObjectID{Group: "apps", Kind: "Deployment", Namespace: "elsewhere", Name: "cluster-version-operator"}, "no delete manifest"},
 	}
@@ -48,5 +55,32 @@ func TestCheckDeletable(t *testing.T) {
 				t.Fatalf("want a %s refusal mentioning %q, got %v", ReasonDeletionRefused, tt.want, err)
 			}
 		})
+	}
+}
+
+// TestTheApplierRefusesToDeleteItself marks every object of the applier's
+// own payload (manifests/) for deletion: each is refused but the metrics
+// Service, whose loss only hides metrics.
+func TestTheApplierRefusesToDeleteItself(t *testing.T) {
+	rel, err := payload.Load("../../manifests", payload.DefaultLoadOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{protected: DefaultSelf().protectedSet()}
+	marked := map[payload.ObjectID]bool{}
+	for _, m := range rel.Manifests {
+		marked[m.ID()] = true
+	}
+	for _, m := range rel.Manifests {
+		err := e.checkDeletable(marked, rel.Version, m.ID())
+		if m.GVK.Kind == "Service" {
+			if err != nil {
+				t.Errorf("%s: %v", m.ID(), err)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("%s (%s) could be deleted", m.ID(), m.Position())
+		}
 	}
 }
