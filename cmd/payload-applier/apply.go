@@ -80,7 +80,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		defer cancel()
 	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:  operator.SingleRelease{Version: rel.Version, Path: o.payloadDir},
+		Releases:  operator.LoadedRelease{Release: rel},
 		Namespace: o.cluster.namespace,
 		Sync:      apply.SyncOptions{Parallelism: o.parallelism},
 	})

@@ -220,23 +220,19 @@ func (o *Operator) Shutdown() {
 // Engine returns the apply engine, shared with the CLI.
 func (o *Operator) Engine() *apply.Engine { return o.engine }
 
-// loadRelease reads and validates a release once; payload directories do
-// not change under a running operator, and filters are applied per pass.
+// loadRelease takes a release from the source once; payloads do not change
+// under a running operator, and filters are applied per pass.
 func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*payload.Release, error) {
 	all, ok := o.releases[version]
 	if !ok {
-		dir, err := o.cfg.Releases.Dir(version)
-		if err != nil {
-			return nil, err
-		}
-		rel, err := payload.Load(dir, *o.cfg.LoadOptions)
+		rel, err := o.cfg.Releases.Load(version, *o.cfg.LoadOptions)
 		if err != nil {
 			return nil, err
 		}
 		if rel.Version != version {
-			return nil, fmt.Errorf("payload %s declares version %s, not the requested %s", dir, rel.Version, version)
+			return nil, fmt.Errorf("payload %s declares version %s, not the requested %s", rel.Dir, rel.Version, version)
 		}
-		if abs, err := filepath.Abs(dir); err == nil {
+		if abs, err := filepath.Abs(rel.Dir); err == nil {
 			rel.Dir = abs
 		}
 		// Validated: the text was only for findings, and it is about a

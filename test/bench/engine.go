@@ -113,7 +113,7 @@ func (t *engineTool) sync(ctx context.Context, dir string, mode graph.Mode, step
 	}
 	cfg := t.e.userConfig(t.user)
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:  operator.SingleRelease{Version: rel.Version, Path: dir},
+		Releases:  operator.LoadedRelease{Release: rel},
 		Namespace: ledgerNamespace,
 		Identity:  "bench",
 	})
