@@ -151,6 +151,16 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 	}
 	wantEvents(t, c.takeEvents(), "Warning PreconditionBlock Update to 1.1.0 refused")
 
+	t.Log("syncing the refused target again announces nothing and writes nothing")
+	writes := c.statusWrites()
+	if out = c.sync(t); out.Refused == nil {
+		t.Fatal("1.1.0 must still be refused")
+	}
+	wantEvents(t, c.takeEvents())
+	if c.statusWrites() != writes {
+		t.Errorf("an unchanged refusal wrote status %d times", c.statusWrites()-writes)
+	}
+
 	t.Log("a z-stream update is accepted while the delete is pending")
 	c.request(t, "1.0.2")
 	out = c.sync(t)
@@ -193,4 +203,30 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 	wantSettled(t, cv, "1.1.0")
 	wantHistory(t, cv, "1.1.0", "1.0.2", "1.0.1", "1.0.0")
 	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.1.0")
+}
+
+func TestSyncAnnouncesAnUnloadableTargetOnce(t *testing.T) {
+	root := t.TempDir()
+	writeRelease(t, root, "1.0.0", nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
+	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c.sync(t)
+	c.takeEvents()
+
+	c.request(t, "1.0.9")
+	out := c.sync(t)
+	if out.LoadErr == nil || out.Applied != "1.0.0" {
+		t.Fatalf("load error %v, applied %q; want 1.0.9 rejected and 1.0.0 reconciled", out.LoadErr, out.Applied)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonLoadPayload,
+		"Release 1.0.9 is rejected: release 1.0.9 is not in the release store")
+	wantSettled(t, cv, "1.0.0")
+	wantEvents(t, c.takeEvents(), "Warning PayloadRejected Release 1.0.9 is rejected")
+
+	writes := c.statusWrites()
+	c.sync(t)
+	wantEvents(t, c.takeEvents())
+	if c.statusWrites() != writes {
+		t.Errorf("an unchanged rejection wrote status %d times", c.statusWrites()-writes)
+	}
 }

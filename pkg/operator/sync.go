@@ -130,10 +130,8 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	rel, err := o.loadRelease(out.Target, cv)
 	if err != nil {
 		out.LoadErr = err
-		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
-			Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: ReasonLoadPayload,
-			Message: fmt.Sprintf("Release %s is rejected: %v", out.Target, err)}, now)
-		o.eventOnce(cv, corev1.EventTypeWarning, "PayloadRejected", fmt.Sprintf("Release %s is rejected: %v", out.Target, err))
+		msg := fmt.Sprintf("Release %s is rejected: %v", out.Target, err)
+		o.rejectTarget(cv, ReasonLoadPayload, msg, "PayloadRejected", msg, now)
 		return nil
 	}
 	accepted := configv1.ClusterOperatorStatusCondition{
@@ -150,10 +148,8 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 		blocking, summary := precondition.Summarize(errs, force)
 		if blocking {
 			out.Refused = summary
-			status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
-				Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: ReasonPreconditionChecks,
-				Message: fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, summary)}, now)
-			o.eventOnce(cv, corev1.EventTypeWarning, "PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, summary))
+			o.rejectTarget(cv, ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, summary),
+				"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, summary), now)
 			return nil
 		}
 		if summary != nil {
@@ -168,13 +164,15 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	return rel
 }
 
-// eventOnce records an Event only when the ReleaseAccepted condition is
-// about to change, so a refused target does not add an Event every pass.
-func (o *Operator) eventOnce(cv *configv1.ClusterVersion, eventType, reason, msg string) {
-	if c := findCondition(cv.Status.Conditions, ConditionReleaseAccepted); c != nil && c.Message == msg {
-		return
+// rejectTarget sets ReleaseAccepted=False and records a warning Event only
+// when the condition changes, so that a target refused every pass is
+// announced once.
+func (o *Operator) rejectTarget(cv *configv1.ClusterVersion, reason, message, eventReason, eventMessage string, now metav1.Time) {
+	rejected := configv1.ClusterOperatorStatusCondition{Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: reason, Message: message}
+	if c := findCondition(cv.Status.Conditions, ConditionReleaseAccepted); c == nil || c.Status != rejected.Status || c.Message != rejected.Message {
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, eventReason, eventMessage)
 	}
-	o.recorder.Event(o.cvRef, eventType, reason, msg)
+	cv.Status.Conditions = setCondition(cv.Status.Conditions, rejected, now)
 }
 
 // setUpgradeable recomputes Upgradeable from deletes, ClusterOperators and overrides.
