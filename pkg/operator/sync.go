@@ -89,16 +89,23 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	out.Applied = rel.Version
 	out.Mode = modeFor(status.History, status.Desired)
 	opts := o.cfg.Sync
-	opts.Mode, opts.Events = out.Mode, events
+	opts.Mode = out.Mode
 	if out.Mode == graph.ModeReconcile {
 		o.attempt++
 	} else {
 		o.attempt = 0
 	}
 	opts.Attempt = o.attempt
-	res, err := o.engine.Sync(ctx, rel, opts)
+	res, written, err := o.runPass(ctx, cv, rel, opts, events, now)
 	if err != nil {
 		return nil, err
+	}
+	if written != nil {
+		// Compare with what the pass wrote and update on top of it, so
+		// that the final write is neither skipped as unchanged nor refused
+		// as a conflict.
+		original = written
+		cv.ResourceVersion = written.ResourceVersion
 	}
 	out.Result = res
 	if res.Complete() {
@@ -192,13 +199,22 @@ func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersi
 
 // writeStatus updates status only when it changed: a no-op resync writes nothing.
 func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.ClusterVersion) error {
+	_, err := o.updateStatus(ctx, original, cv)
+	return err
+}
+
+// updateStatus is writeStatus that returns the ClusterVersion as written,
+// or nil when the status had not changed.
+func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.ClusterVersion) (*configv1.ClusterVersion, error) {
 	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
-		return nil
+		return nil, nil
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	var written *configv1.ClusterVersion
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		// The typed object serializes spec fields older CRDs lack; the
 		// status subresource ignores spec, so skip the warnings.
-		_, err := o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
+		var err error
+		written, err = o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
 		if err == nil {
 			return nil
 		}
@@ -210,6 +226,10 @@ func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.Clust
 		cv = latest
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return written, nil
 }
 
 func imageFor(rel *payload.Release) string {
