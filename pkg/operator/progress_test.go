@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
 func TestProgressThrottle(t *testing.T) {
@@ -94,7 +95,7 @@ func (s *slowPass) arm() {
 // that each is read on its own.
 func threePayload(t *testing.T) *DirStore {
 	root := t.TempDir()
-	writeRelease(t, root, "1.0.0", nil, map[string]string{
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{
 		"0000_50_demo_00_a.yaml":    configMapManifest("a"),
 		"0000_50_demo_01_b.yaml":    configMapManifest("b"),
 		"0000_50_demo_02_gate.yaml": configMapManifest("gate"),

@@ -9,6 +9,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
 // sourceOperator is an Operator with only what loadRelease uses.
@@ -19,7 +20,7 @@ func sourceOperator(releases ReleaseSource) *Operator {
 }
 
 func TestALoadedReleaseIsNotReadAgainAndIsFilteredPerClusterVersion(t *testing.T) {
-	dir := writeRelease(t, t.TempDir(), "1.0.0", nil, map[string]string{
+	dir := payloadtest.WriteRelease(t, t.TempDir(), "1.0.0", nil, map[string]string{
 		"0000_50_demo_00_a.yaml": configMapManifest("a"),
 		"0000_50_demo_01_b.yaml": configMapManifest("b"),
 	})
@@ -51,7 +52,7 @@ func TestALoadedReleaseIsNotReadAgainAndIsFilteredPerClusterVersion(t *testing.T
 
 func TestDirStoreFindsAReleaseByTheVersionItDeclares(t *testing.T) {
 	root := t.TempDir()
-	dir := writeRelease(t, root, "1.0.5", nil, map[string]string{"0000_50_demo_00_a.yaml": configMapManifest("a")})
+	dir := payloadtest.WriteRelease(t, root, "1.0.5", nil, map[string]string{"0000_50_demo_00_a.yaml": configMapManifest("a")})
 	if err := os.Rename(dir, filepath.Join(root, "candidate")); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestDirStoreFindsAReleaseByTheVersionItDeclares(t *testing.T) {
 
 func TestLoadReleaseRejectsAPayloadThatDeclaresAnotherVersion(t *testing.T) {
 	root := t.TempDir()
-	dir := writeRelease(t, root, "1.0.5", nil, map[string]string{"0000_50_demo_00_a.yaml": configMapManifest("a")})
+	dir := payloadtest.WriteRelease(t, root, "1.0.5", nil, map[string]string{"0000_50_demo_00_a.yaml": configMapManifest("a")})
 	if err := os.Rename(dir, filepath.Join(root, "1.0.0")); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
 // storyStore writes a release line: 1.0.1 is a z-stream that deletes two
@@ -16,7 +17,7 @@ import (
 func storyStore(t *testing.T) *DirStore {
 	root := t.TempDir()
 	keep := configMapManifest("keep")
-	writeRelease(t, root, "1.0.0", nil, map[string]string{
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{
 		"0000_50_demo_00_keep.yaml":  keep,
 		"0000_50_demo_01_first.yaml": configMapManifest("first"),
 		"0000_50_demo_02_held.yaml":  heldConfigMapManifest("held"),
@@ -26,10 +27,10 @@ func storyStore(t *testing.T) *DirStore {
 		"0000_50_demo_01_first.yaml": configMapManifest("first", deleteAnnotation),
 		"0000_50_demo_02_held.yaml":  heldConfigMapManifest("held", deleteAnnotation),
 	}
-	writeRelease(t, root, "1.0.1", []string{"1.0.0"}, deletes)
+	payloadtest.WriteRelease(t, root, "1.0.1", []string{"1.0.0"}, deletes)
 	deletes["0000_60_more_00_z.yaml"] = configMapManifest("z-stream")
-	writeRelease(t, root, "1.0.2", []string{"1.0.1"}, deletes)
-	writeRelease(t, root, "1.1.0", []string{"1.0.2"}, map[string]string{
+	payloadtest.WriteRelease(t, root, "1.0.2", []string{"1.0.1"}, deletes)
+	payloadtest.WriteRelease(t, root, "1.1.0", []string{"1.0.2"}, map[string]string{
 		"0000_50_demo_00_keep.yaml":  keep,
 		"0000_60_more_00_minor.yaml": configMapManifest("minor"),
 	})
@@ -207,7 +208,7 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 
 func TestSyncAnnouncesAnUnloadableTargetOnce(t *testing.T) {
 	root := t.TempDir()
-	writeRelease(t, root, "1.0.0", nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
 	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
 	c.sync(t)
 	c.takeEvents()
