@@ -50,13 +50,19 @@ func TestALoadedReleaseIsNotReadAgainAndIsFilteredPerClusterVersion(t *testing.T
 	}
 }
 
-func TestDirStoreFindsAReleaseByTheVersionItDeclares(t *testing.T) {
+// storeWithMisnamedRelease is an Operator on a DirStore whose release 1.0.5
+// is in a directory named dirName.
+func storeWithMisnamedRelease(t *testing.T, dirName string) *Operator {
 	root := t.TempDir()
 	dir := payloadtest.WriteRelease(t, root, "1.0.5", nil, map[string]string{"0000_50_demo_00_a.yaml": configMapManifest("a")})
-	if err := os.Rename(dir, filepath.Join(root, "candidate")); err != nil {
+	if err := os.Rename(dir, filepath.Join(root, dirName)); err != nil {
 		t.Fatal(err)
 	}
-	o := sourceOperator(&DirStore{Root: root})
+	return sourceOperator(&DirStore{Root: root})
+}
+
+func TestDirStoreFindsAReleaseByTheVersionItDeclares(t *testing.T) {
+	o := storeWithMisnamedRelease(t, "candidate")
 	if rel, err := o.loadRelease("1.0.5", &configv1.ClusterVersion{}); err != nil || len(rel.Manifests) != 1 {
 		t.Fatalf("load 1.0.5 from candidate/: %v", err)
 	}
@@ -66,12 +72,7 @@ func TestDirStoreFindsAReleaseByTheVersionItDeclares(t *testing.T) {
 }
 
 func TestLoadReleaseRejectsAPayloadThatDeclaresAnotherVersion(t *testing.T) {
-	root := t.TempDir()
-	dir := payloadtest.WriteRelease(t, root, "1.0.5", nil, map[string]string{"0000_50_demo_00_a.yaml": configMapManifest("a")})
-	if err := os.Rename(dir, filepath.Join(root, "1.0.0")); err != nil {
-		t.Fatal(err)
-	}
-	o := sourceOperator(&DirStore{Root: root})
+	o := storeWithMisnamedRelease(t, "1.0.0")
 	if _, err := o.loadRelease("1.0.0", &configv1.ClusterVersion{}); err == nil || !strings.Contains(err.Error(), "declares version 1.0.5, not the requested 1.0.0") {
 		t.Errorf("a payload named 1.0.0 that declares 1.0.5 must be rejected: %v", err)
 	}

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -97,6 +98,21 @@ func wantEvents(t *testing.T, events []string, fragments ...string) {
 	}
 }
 
+// acceptUpdate requests version and syncs: the update must be accepted and
+// applied in full, object among what it applied.
+func (c *fakeCluster) acceptUpdate(t *testing.T, version, object string) *configv1.ClusterVersion {
+	t.Helper()
+	c.request(t, version)
+	out := c.sync(t)
+	if out.Refused != nil || out.Mode != graph.ModeUpdate || !out.Result.Complete() || !c.exists(object) {
+		t.Fatalf("%s must be accepted and applied: refused %v, mode %s, errors %v", version, out.Refused, out.Mode, out.Result.Errors)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, fmt.Sprintf("Payload loaded version=%q", version))
+	wantSettled(t, cv, version)
+	return cv
+}
+
 func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 	c := newFakeCluster(t, storyStore(t), "1.0.0")
 
@@ -119,16 +135,9 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 	}
 
 	t.Log("update to 1.0.1: the held delete stays pending, the one paced behind it waits")
-	c.request(t, "1.0.1")
-	out = c.sync(t)
-	if out.Mode != graph.ModeUpdate || !out.Result.Complete() {
-		t.Fatalf("update: mode %s, errors %v", out.Mode, out.Result.Errors)
-	}
-	cv = c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, `Payload loaded version="1.0.1"`)
+	cv = c.acceptUpdate(t, "1.0.1", "keep")
 	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress,
 		"ConfigMap/demo/held (finalizers: example.com/hold); waiting behind them: ConfigMap/demo/first")
-	wantSettled(t, cv, "1.0.1")
 	wantHistory(t, cv, "1.0.1", "1.0.0")
 	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.0.1", "Normal DeleteRequested Delete requested for ConfigMap/demo/held")
 	if !c.exists("held") || !c.exists("first") {
@@ -163,15 +172,8 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 	}
 
 	t.Log("a z-stream update is accepted while the delete is pending")
-	c.request(t, "1.0.2")
-	out = c.sync(t)
-	if out.Refused != nil || out.Mode != graph.ModeUpdate || !out.Result.Complete() || !c.exists("z-stream") {
-		t.Fatalf("1.0.2 must be accepted and applied: refused %v, mode %s", out.Refused, out.Mode)
-	}
-	cv = c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, `Payload loaded version="1.0.2"`)
+	cv = c.acceptUpdate(t, "1.0.2", "z-stream")
 	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress, "ConfigMap/demo/held")
-	wantSettled(t, cv, "1.0.2")
 	wantHistory(t, cv, "1.0.2", "1.0.1", "1.0.0")
 	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.0.2")
 
@@ -193,15 +195,8 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 		"Normal DeleteCompleted Delete of ConfigMap/demo/first completed.")
 
 	t.Log("now the minor update is accepted")
-	c.request(t, "1.1.0")
-	out = c.sync(t)
-	if out.Refused != nil || out.Mode != graph.ModeUpdate || !out.Result.Complete() || !c.exists("minor") {
-		t.Fatalf("1.1.0 must be accepted and applied: refused %v, mode %s", out.Refused, out.Mode)
-	}
-	cv = c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, `Payload loaded version="1.1.0"`)
+	cv = c.acceptUpdate(t, "1.1.0", "minor")
 	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
-	wantSettled(t, cv, "1.1.0")
 	wantHistory(t, cv, "1.1.0", "1.0.2", "1.0.1", "1.0.0")
 	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.1.0")
 }
