@@ -102,7 +102,8 @@ type progressReporter struct {
 	countMu     sync.Mutex
 	done, total int
 
-	// Owned by run: the status as last written, or as before the pass.
+	// The rest belongs to run. cv is the ClusterVersion as last written,
+	// or as before the pass; written is nil until a write succeeds.
 	throttle progressThrottle
 	cv       *configv1.ClusterVersion
 	written  *configv1.ClusterVersion
