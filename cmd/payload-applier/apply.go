@@ -80,11 +80,10 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
-	op, err := operator.New(operator.Config{
-		RESTConfig: cfg,
-		Releases:   operator.SingleRelease{Version: rel.Version, Path: o.payloadDir},
-		Namespace:  o.cluster.namespace,
-		Sync:       apply.SyncOptions{Parallelism: o.parallelism},
+	op, err := operator.NewForConfig(cfg, operator.Config{
+		Releases:  operator.LoadedRelease{Release: rel},
+		Namespace: o.cluster.namespace,
+		Sync:      apply.SyncOptions{Parallelism: o.parallelism},
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

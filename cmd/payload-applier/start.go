@@ -66,12 +66,11 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	op, err := operator.New(operator.Config{
-		RESTConfig: cfg,
-		Releases:   &operator.DirStore{Root: o.payloads},
-		Namespace:  o.cluster.namespace,
-		Metrics:    metrics,
-		Identity:   o.identity,
+	op, err := operator.NewForConfig(cfg, operator.Config{
+		Releases:  &operator.DirStore{Root: o.payloads},
+		Namespace: o.cluster.namespace,
+		Metrics:   metrics,
+		Identity:  o.identity,
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

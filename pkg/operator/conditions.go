@@ -121,13 +121,9 @@ func progressConditions(status *configv1.ClusterVersionStatus, res *apply.SyncRe
 		progressing.Status, progressing.Reason = configv1.ConditionFalse, failing.Reason
 		progressing.Message = fmt.Sprintf("Error while reconciling %s: %s", version, firstLine(failing.Message, waits))
 	default:
-		pct := 0
-		if res.Total > 0 {
-			pct = res.Done * 100 / res.Total
-		}
 		progressing.Status = configv1.ConditionTrue
 		progressing.Reason = failing.Reason
-		progressing.Message = fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", version, res.Done, res.Total, pct)
+		progressing.Message = workingTowards(version, res.Done, res.Total)
 		if len(waits) > 0 {
 			progressing.Message += ", waiting on " + waitSubjects(waits)
 		}

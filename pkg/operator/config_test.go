@@ -1,8 +1,10 @@
 package operator
 
 import (
+	"strings"
 	"testing"
 
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
 )
@@ -28,5 +30,37 @@ func TestClientConfigLeavesRateLimitsToTheServerUnlessAsked(t *testing.T) {
 				t.Error("ClientConfig changed its argument")
 			}
 		})
+	}
+}
+
+func TestNewNamesEveryMissingClient(t *testing.T) {
+	_, err := New(Config{})
+	if err == nil {
+		t.Fatal("New accepted a Config without clients")
+	}
+	for _, field := range []string{"KubeClient", "ConfigClient", "DynamicClient", "Engine", "Recorder", "Releases"} {
+		if !strings.Contains(err.Error(), "Config."+field+" is required") {
+			t.Errorf("the error does not name %s: %v", field, err)
+		}
+	}
+}
+
+func TestNewForConfigBuildsOnlyTheClientsLeftUnset(t *testing.T) {
+	kube := kubefake.NewClientset()
+	op, err := NewForConfig(&rest.Config{Host: "https://127.0.0.1:1"}, Config{
+		KubeClient: kube,
+		Releases:   &DirStore{Root: t.TempDir()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op.kube != kube {
+		t.Error("NewForConfig replaced the KubeClient it was given")
+	}
+	if op.config == nil || op.dynamic == nil || op.engine == nil || op.recorder == nil || op.events == nil {
+		t.Errorf("NewForConfig left a client unset: %+v", op)
+	}
+	if op.cfg.Namespace != "openshift-cluster-version" || op.cfg.Name != "version" || op.Identity() == "" {
+		t.Errorf("defaults not applied: namespace %q, name %q, identity %q", op.cfg.Namespace, op.cfg.Name, op.Identity())
 	}
 }

@@ -74,6 +74,15 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
+// CountDelete counts a delete transition; it is the engine's
+// apply.Config.OnDelete. A nil Metrics counts nothing, so that the hook
+// can be wired whether or not metrics are served.
+func (m *Metrics) CountDelete(t deletion.Transition, _ deletion.Record) {
+	if m != nil {
+		m.deletesTotal.WithLabelValues(string(t)).Inc()
+	}
+}
+
 // observeSync records one pass.
 func (m *Metrics) observeSync(d time.Duration, cv *configv1.ClusterVersion, res *apply.SyncResult) {
 	m.syncDuration.WithLabelValues(string(res.Mode)).Observe(d.Seconds())

@@ -23,14 +23,30 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
-	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// Config wires an Operator. Zero fields take the defaults their comments give.
+// Config wires an Operator. Zero fields take the defaults their comments
+// give. New takes the clients as they are; NewForConfig builds those left
+// unset.
 type Config struct {
-	// RESTConfig reaches the cluster. Required.
-	RESTConfig *rest.Config
+	// KubeClient reaches the operator's namespace, its leader Lease and
+	// Events. Required.
+	KubeClient kubernetes.Interface
+	// ConfigClient reads and writes the ClusterVersion and reads the
+	// ClusterOperators. Required.
+	ConfigClient configclient.Interface
+	// DynamicClient creates the ClusterVersion and ClusterOperator CRDs at
+	// bootstrap. Required.
+	DynamicClient dynamic.Interface
+	// Engine applies the releases. Required.
+	Engine *apply.Engine
+	// Recorder records the operator's Events. Required.
+	Recorder record.EventRecorder
+	// EventBroadcaster, when set, is the broadcaster behind Recorder:
+	// StartEvents sends its Events to the cluster and Shutdown stops it.
+	EventBroadcaster record.EventBroadcaster
+
 	// Releases finds payloads by version. Required.
 	Releases ReleaseSource
 	// Namespace holds the ledger, the leader lease and Events. Default
@@ -45,12 +61,43 @@ type Config struct {
 	// Sync tunes each pass; Mode and Attempt are set by the operator.
 	Sync apply.SyncOptions
 	// Metrics, when set, is where the operator's metrics are registered.
+	// Delete transitions reach them through the engine's
+	// apply.Config.OnDelete set to Metrics.CountDelete, which NewForConfig
+	// wires.
 	Metrics *Metrics
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 	// Identity names this instance in leader election and Events; it must
 	// differ between instances. Default: the host name and a random suffix.
 	Identity string
+}
+
+// setDefaults fills the zero fields that have defaults. It is idempotent,
+// so NewForConfig and New may both call it.
+func (cfg *Config) setDefaults() {
+	if cfg.Namespace == "" {
+		cfg.Namespace = apply.DefaultSelf().Namespace
+	}
+	if cfg.Name == "" {
+		cfg.Name = "version"
+	}
+	if cfg.LoadOptions == nil {
+		o := payload.DefaultLoadOptions()
+		cfg.LoadOptions = &o
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Identity == "" {
+		cfg.Identity = hostIdentity()
+	}
+}
+
+// eventObject is what the operator's and the engine's Events are about:
+// the ClusterVersion, with the namespace the Events are recorded in.
+func (cfg *Config) eventObject() *corev1.ObjectReference {
+	return &corev1.ObjectReference{APIVersion: "config.openshift.io/v1", Kind: "ClusterVersion",
+		Name: cfg.Name, Namespace: cfg.Namespace}
 }
 
 // Operator reconciles the ClusterVersion. One Sync runs at a time.
@@ -71,11 +118,23 @@ type Operator struct {
 	releases map[string]*payload.Release
 }
 
-// New validates cfg and builds the clients and the engine.
+// New validates cfg and returns an Operator on its clients.
 func New(cfg Config) (*Operator, error) {
 	var errs []error
-	if cfg.RESTConfig == nil {
-		errs = append(errs, errors.New("Config.RESTConfig is required"))
+	if cfg.KubeClient == nil {
+		errs = append(errs, errors.New("Config.KubeClient is required"))
+	}
+	if cfg.ConfigClient == nil {
+		errs = append(errs, errors.New("Config.ConfigClient is required"))
+	}
+	if cfg.DynamicClient == nil {
+		errs = append(errs, errors.New("Config.DynamicClient is required"))
+	}
+	if cfg.Engine == nil {
+		errs = append(errs, errors.New("Config.Engine is required"))
+	}
+	if cfg.Recorder == nil {
+		errs = append(errs, errors.New("Config.Recorder is required"))
 	}
 	if cfg.Releases == nil {
 		errs = append(errs, errors.New("Config.Releases is required"))
@@ -83,88 +142,97 @@ func New(cfg Config) (*Operator, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
-	if cfg.Namespace == "" {
-		cfg.Namespace = apply.DefaultSelf().Namespace
-	}
-	if cfg.Name == "" {
-		cfg.Name = "version"
-	}
-	if cfg.LoadOptions == nil {
-		o := payload.DefaultLoadOptions()
-		cfg.LoadOptions = &o
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = clock.RealClock{}
-	}
-	if cfg.Identity == "" {
-		cfg.Identity = hostIdentity()
-	}
-	rc := ClientConfig(cfg.RESTConfig)
-	kube, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	cfgClient, err := configclient.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	dyn, err := dynamic.NewForConfig(rc)
-	if err != nil {
-		return nil, err
-	}
-	o := &Operator{
-		cfg: cfg, kube: kube, config: cfgClient, dynamic: dyn, clock: cfg.Clock,
-		metrics:  cfg.Metrics,
+	cfg.setDefaults()
+	return &Operator{
+		cfg: cfg, kube: cfg.KubeClient, config: cfg.ConfigClient, dynamic: cfg.DynamicClient,
+		engine: cfg.Engine, recorder: cfg.Recorder, events: cfg.EventBroadcaster,
+		clock: cfg.Clock, metrics: cfg.Metrics,
 		releases: map[string]*payload.Release{},
-		cvRef: &corev1.ObjectReference{APIVersion: "config.openshift.io/v1", Kind: "ClusterVersion",
-			Name: cfg.Name, Namespace: cfg.Namespace},
-	}
-	o.events = record.NewBroadcaster()
-	o.recorder = o.events.NewRecorder(eventScheme(), corev1.EventSource{Component: "payload-applier", Host: cfg.Identity})
-	self := apply.DefaultSelf()
-	self.Namespace = cfg.Namespace
-	o.engine, err = apply.NewForConfig(rc, apply.Config{
-		Dynamic:     dyn,
-		Self:        self,
-		Recorder:    o.recorder,
-		EventObject: o.cvRef,
-		Clock:       cfg.Clock,
-		OnDelete:    o.countDelete,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return o, nil
+		cvRef:    cfg.eventObject(),
+	}, nil
 }
 
-// StartEvents sends recorded Events to the cluster until Shutdown.
+// NewForConfig builds the clients cfg leaves unset on the cluster rc points
+// at, with no client-side rate limit (see ClientConfig), and returns the
+// Operator: Events go through a broadcaster that StartEvents connects, and
+// the engine keeps its delete ledger in cfg.Namespace.
+func NewForConfig(rc *rest.Config, cfg Config) (*Operator, error) {
+	if rc == nil {
+		return nil, errors.New("operator: a rest.Config is required")
+	}
+	cfg.setDefaults()
+	rc = ClientConfig(rc)
+	var err error
+	if cfg.KubeClient == nil {
+		if cfg.KubeClient, err = kubernetes.NewForConfig(rc); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.ConfigClient == nil {
+		if cfg.ConfigClient, err = configclient.NewForConfig(rc); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.DynamicClient == nil {
+		if cfg.DynamicClient, err = dynamic.NewForConfig(rc); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Recorder == nil {
+		if cfg.EventBroadcaster == nil {
+			cfg.EventBroadcaster = record.NewBroadcaster()
+		}
+		cfg.Recorder = cfg.EventBroadcaster.NewRecorder(eventScheme(), corev1.EventSource{Component: "payload-applier", Host: cfg.Identity})
+	}
+	if cfg.Engine == nil {
+		self := apply.DefaultSelf()
+		self.Namespace = cfg.Namespace
+		cfg.Engine, err = apply.NewForConfig(rc, apply.Config{
+			Dynamic:     cfg.DynamicClient,
+			Self:        self,
+			Recorder:    cfg.Recorder,
+			EventObject: cfg.eventObject(),
+			Clock:       cfg.Clock,
+			OnDelete:    cfg.Metrics.CountDelete,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return New(cfg)
+}
+
+// StartEvents sends recorded Events to the cluster until Shutdown. Without
+// an EventBroadcaster the Recorder delivers them itself.
 func (o *Operator) StartEvents() {
-	o.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: o.kube.CoreV1().Events(o.cfg.Namespace)})
+	if o.events != nil {
+		o.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: o.kube.CoreV1().Events(o.cfg.Namespace)})
+	}
 }
 
-// Shutdown flushes and stops the event broadcaster.
-func (o *Operator) Shutdown() { o.events.Shutdown() }
+// Shutdown flushes and stops the event broadcaster, if any.
+func (o *Operator) Shutdown() {
+	if o.events != nil {
+		o.events.Shutdown()
+	}
+}
 
 // Engine returns the apply engine, shared with the CLI.
 func (o *Operator) Engine() *apply.Engine { return o.engine }
 
-// loadRelease reads and validates a release once; payload directories do
-// not change under a running operator, and filters are applied per pass.
+// loadRelease takes a release from the source once; payloads do not change
+// under a running operator, and filters are applied per pass.
 func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*payload.Release, error) {
 	all, ok := o.releases[version]
 	if !ok {
-		dir, err := o.cfg.Releases.Dir(version)
-		if err != nil {
-			return nil, err
-		}
-		rel, err := payload.Load(dir, *o.cfg.LoadOptions)
+		rel, err := o.cfg.Releases.Load(version, *o.cfg.LoadOptions)
 		if err != nil {
 			return nil, err
 		}
 		if rel.Version != version {
-			return nil, fmt.Errorf("payload %s declares version %s, not the requested %s", dir, rel.Version, version)
+			return nil, fmt.Errorf("payload %s declares version %s, not the requested %s", rel.Dir, rel.Version, version)
 		}
-		if abs, err := filepath.Abs(dir); err == nil {
+		if abs, err := filepath.Abs(rel.Dir); err == nil {
 			rel.Dir = abs
 		}
 		// Validated: the text was only for findings, and it is about a
@@ -227,13 +295,6 @@ func retryDelay(interval time.Duration, failures int) time.Duration {
 
 // Identity is the name this instance uses in leader election.
 func (o *Operator) Identity() string { return o.cfg.Identity }
-
-// countDelete feeds delete transitions to the metrics.
-func (o *Operator) countDelete(t deletion.Transition, _ deletion.Record) {
-	if o.metrics != nil {
-		o.metrics.deletesTotal.WithLabelValues(string(t)).Inc()
-	}
-}
 
 // ClientConfig copies cfg for the applier's clients. It sets no
 // client-side rate limit unless cfg has one: the apiserver's API Priority

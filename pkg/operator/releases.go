@@ -10,12 +10,12 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// ReleaseSource finds a release's payload directory by version.
+// ReleaseSource provides the operator's releases by version. The operator
+// loads each version once and keeps it.
 type ReleaseSource interface {
-	// Dir returns the payload directory of version.
-	Dir(version string) (string, error)
-	// Versions lists the versions the source holds, for messages.
-	Versions() []string
+	// Load returns the validated release of version, its manifests filtered
+	// by opts. The operator checks that it declares version.
+	Load(version string, opts payload.LoadOptions) (*payload.Release, error)
 }
 
 // DirStore is a directory with one payload sub-directory per release. A
@@ -28,8 +28,18 @@ type DirStore struct {
 	versions map[string]string
 }
 
-// Dir implements ReleaseSource.
-func (s *DirStore) Dir(version string) (string, error) {
+// Load implements ReleaseSource: it reads and validates the payload
+// directory of version.
+func (s *DirStore) Load(version string, opts payload.LoadOptions) (*payload.Release, error) {
+	dir, err := s.dir(version)
+	if err != nil {
+		return nil, err
+	}
+	return payload.Load(dir, opts)
+}
+
+// dir returns the payload directory of version.
+func (s *DirStore) dir(version string) (string, error) {
 	if dir := filepath.Join(s.Root, version); isDir(dir) {
 		return dir, nil
 	}
@@ -42,14 +52,6 @@ func (s *DirStore) Dir(version string) (string, error) {
 		return dir, nil
 	}
 	return "", fmt.Errorf("release %s is not in the release store %s (it holds: %v)", version, s.Root, s.versionsLocked())
-}
-
-// Versions implements ReleaseSource.
-func (s *DirStore) Versions() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_ = s.scanLocked()
-	return s.versionsLocked()
 }
 
 func (s *DirStore) versionsLocked() []string {
@@ -86,19 +88,19 @@ func isDir(p string) bool {
 	return err == nil && st.IsDir()
 }
 
-// SingleRelease is a source of one payload directory, for `apply`.
-type SingleRelease struct {
-	Version string
-	Path    string
+// LoadedRelease is a source of one release the caller has already loaded
+// and validated, so that `apply` reads its payload once. Load returns it as
+// it is, whatever the options: they are the filters it was loaded with, and
+// the operator filters it again for each ClusterVersion. The operator then
+// owns the release: it makes Dir absolute and drops the source text.
+type LoadedRelease struct {
+	Release *payload.Release
 }
 
-// Dir implements ReleaseSource.
-func (s SingleRelease) Dir(version string) (string, error) {
-	if version != s.Version {
-		return "", fmt.Errorf("release %s is not available: only %s (%s) was given", version, s.Version, s.Path)
+// Load implements ReleaseSource.
+func (s LoadedRelease) Load(version string, _ payload.LoadOptions) (*payload.Release, error) {
+	if version != s.Release.Version {
+		return nil, fmt.Errorf("release %s is not available: only %s (%s) was given", version, s.Release.Version, s.Release.Dir)
 	}
-	return s.Path, nil
+	return s.Release, nil
 }
-
-// Versions implements ReleaseSource.
-func (s SingleRelease) Versions() []string { return []string{s.Version} }

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+
+	"github.com/payload-applier/payload-applier/pkg/apply"
 )
 
 // RunOptions tune the operator loop. Zero values take the defaults given.
@@ -25,7 +27,8 @@ type RunOptions struct {
 	DeletePoll time.Duration
 	// LeaderElection runs the loop only while holding the Lease LeaseName.
 	LeaderElection bool
-	// LeaseName defaults to "payload-applier".
+	// LeaseName defaults to apply.DefaultSelf().Lease, which the engine
+	// refuses to delete.
 	LeaseName string
 	// LeaseDuration, RenewDeadline and RetryPeriod default to 30s, 20s, 5s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
@@ -39,7 +42,7 @@ func (o *RunOptions) setDefaults() {
 		o.DeletePoll = 5 * time.Second
 	}
 	if o.LeaseName == "" {
-		o.LeaseName = "payload-applier"
+		o.LeaseName = apply.DefaultSelf().Lease
 	}
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 30*time.Second, 20*time.Second, 5*time.Second

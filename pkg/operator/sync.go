@@ -90,16 +90,23 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	out.Applied = rel.Version
 	out.Mode = modeFor(status.History, status.Desired)
 	opts := o.cfg.Sync
-	opts.Mode, opts.Events = out.Mode, events
+	opts.Mode = out.Mode
 	if out.Mode == graph.ModeReconcile {
 		o.attempt++
 	} else {
 		o.attempt = 0
 	}
 	opts.Attempt = o.attempt
-	res, err := o.engine.Sync(ctx, rel, opts)
+	res, written, err := o.runPass(ctx, cv, rel, opts, events, now)
 	if err != nil {
 		return nil, err
+	}
+	if written != nil {
+		// Compare with what the pass wrote and update on top of it, so
+		// that the final write is neither skipped as unchanged nor refused
+		// as a conflict.
+		original = written
+		cv.ResourceVersion = written.ResourceVersion
 	}
 	out.Result = res
 	if res.Complete() {
@@ -131,10 +138,8 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	rel, err := o.loadRelease(out.Target, cv)
 	if err != nil {
 		out.LoadErr = err
-		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
-			Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: ReasonLoadPayload,
-			Message: fmt.Sprintf("Release %s is rejected: %v", out.Target, err)}, now)
-		o.eventOnce(cv, corev1.EventTypeWarning, "PayloadRejected", fmt.Sprintf("Release %s is rejected: %v", out.Target, err))
+		msg := fmt.Sprintf("Release %s is rejected: %v", out.Target, err)
+		o.rejectTarget(cv, ReasonLoadPayload, msg, "PayloadRejected", msg, now)
 		return nil
 	}
 	accepted := configv1.ClusterOperatorStatusCondition{
@@ -151,10 +156,8 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 		blocking, summary := precondition.Summarize(errs, force)
 		if blocking {
 			out.Refused = summary
-			status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
-				Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: ReasonPreconditionChecks,
-				Message: fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, summary)}, now)
-			o.eventOnce(cv, corev1.EventTypeWarning, "PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, summary))
+			o.rejectTarget(cv, ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, summary),
+				"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, summary), now)
 			return nil
 		}
 		if summary != nil {
@@ -169,13 +172,15 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	return rel
 }
 
-// eventOnce records an Event only when the ReleaseAccepted condition is
-// about to change, so a refused target does not add an Event every pass.
-func (o *Operator) eventOnce(cv *configv1.ClusterVersion, eventType, reason, msg string) {
-	if c := findCondition(cv.Status.Conditions, ConditionReleaseAccepted); c != nil && c.Message == msg {
-		return
+// rejectTarget sets ReleaseAccepted=False and records a warning Event only
+// when the condition changes, so that a target refused every pass is
+// announced once.
+func (o *Operator) rejectTarget(cv *configv1.ClusterVersion, reason, message, eventReason, eventMessage string, now metav1.Time) {
+	rejected := configv1.ClusterOperatorStatusCondition{Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: reason, Message: message}
+	if c := findCondition(cv.Status.Conditions, ConditionReleaseAccepted); c == nil || c.Status != rejected.Status || c.Message != rejected.Message {
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, eventReason, eventMessage)
 	}
-	o.recorder.Event(o.cvRef, eventType, reason, msg)
+	cv.Status.Conditions = setCondition(cv.Status.Conditions, rejected, now)
 }
 
 // setUpgradeable recomputes Upgradeable from deletes, ClusterOperators and overrides.
@@ -195,13 +200,22 @@ func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersi
 
 // writeStatus updates status only when it changed: a no-op resync writes nothing.
 func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.ClusterVersion) error {
+	_, err := o.updateStatus(ctx, original, cv)
+	return err
+}
+
+// updateStatus is writeStatus that returns the ClusterVersion as written,
+// or nil when the status had not changed.
+func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.ClusterVersion) (*configv1.ClusterVersion, error) {
 	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
-		return nil
+		return nil, nil
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	var written *configv1.ClusterVersion
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		// The typed object serializes spec fields older CRDs lack; the
 		// status subresource ignores spec, so skip the warnings.
-		_, err := o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
+		var err error
+		written, err = o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
 		if err == nil {
 			return nil
 		}
@@ -213,6 +227,10 @@ func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.Clust
 		cv = latest
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return written, nil
 }
 
 func imageFor(rel *payload.Release) string {

@@ -7,15 +7,18 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
-// Reasons of the Upgradeable condition.
+// Reasons of the Upgradeable condition. A failed delete gives
+// apply.ReasonDeletionFailed and overrides give
+// precondition.ReasonClusterVersionOverridesSet, which the update checks
+// share.
 const (
 	ReasonDeletionInProgress   = "ResourceDeletionInProgress"
-	ReasonDeletionFailed       = "ResourceDeletionFailed"
 	ReasonOperatorsNotUpgrade  = "ClusterOperatorsNotUpgradeable"
-	ReasonOverridesSet         = "ClusterVersionOverridesSet"
 	ReasonMultipleReasons      = "MultipleReasons"
 	ReasonAsExpected           = "AsExpected"
 	maxNamedObjectsInCondition = 10
@@ -33,7 +36,7 @@ func upgradeableBlockers(deletes deletion.Summary, operators []configv1.ClusterO
 	failed := append(append([]deletion.Record(nil), deletes.Failed...), without(deletes.Stuck, deletes.Failed)...)
 	if len(failed) > 0 {
 		out = append(out, upgradeableBlocker{
-			Reason: ReasonDeletionFailed,
+			Reason: string(apply.ReasonDeletionFailed),
 			Message: "Cluster minor or major version upgrades are not allowed while resource deletions fail or are stuck: " +
 				describeRecords(failed, true),
 		})
@@ -76,8 +79,8 @@ func upgradeableBlockers(deletes deletion.Summary, operators []configv1.ClusterO
 	for _, o := range overrides {
 		if o.Unmanaged {
 			out = append(out, upgradeableBlocker{
-				Reason:  ReasonOverridesSet,
-				Message: "Disabling ownership via cluster version overrides prevents upgrades. Please remove overrides before continuing.",
+				Reason:  precondition.ReasonClusterVersionOverridesSet,
+				Message: precondition.OverridesMessage,
 			})
 			break
 		}

@@ -17,7 +17,7 @@ func TestSummarize(t *testing.T) {
 	}
 	warning := &Error{
 		Reason:             ReasonClusterVersionOverridesSet,
-		Message:            overridesMessage,
+		Message:            OverridesMessage,
 		Name:               NameUpgradeable,
 		NonBlockingWarning: true,
 	}
@@ -28,7 +28,7 @@ func TestSummarize(t *testing.T) {
 		NonBlockingWarning: true,
 	}
 	blockingLine := `Precondition "ClusterVersionUpgradeable" failed because of "ResourceDeletionInProgress": ` + deletionMessage
-	warningLine := `Precondition "ClusterVersionUpgradeable" failed because of "ClusterVersionOverridesSet": ` + overridesMessage
+	warningLine := `Precondition "ClusterVersionUpgradeable" failed because of "ClusterVersionOverridesSet": ` + OverridesMessage
 	rollbackLine := `Precondition "ClusterVersionRollback" failed because of "InvalidCurrentVersion": the current target version is odd`
 
 	tests := map[string]struct {

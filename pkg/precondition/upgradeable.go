@@ -11,8 +11,9 @@ import (
 const (
 	// NameUpgradeable names the Upgradeable check.
 	NameUpgradeable = "ClusterVersionUpgradeable"
-	// ReasonClusterVersionOverridesSet: a patch-level update goes ahead while
-	// spec.overrides leaves objects unmanaged, so they will not be updated.
+	// ReasonClusterVersionOverridesSet: spec.overrides leaves objects
+	// unmanaged. The operator sets Upgradeable=False with it, and a
+	// patch-level update goes ahead with it as a warning.
 	ReasonClusterVersionOverridesSet = "ClusterVersionOverridesSet"
 	// ReasonMinorVersionClusterUpdateInProgress: a patch-level retarget while
 	// a minor update has not completed, so the cluster is still partly on the
@@ -26,8 +27,9 @@ const (
 	ReasonNotUpgradeable = "NotUpgradeable"
 )
 
-// overridesMessage explains ReasonClusterVersionOverridesSet.
-const overridesMessage = "Disabling ownership via cluster version overrides prevents updates; the overridden objects will not be updated. Remove the overrides to update them."
+// OverridesMessage explains ReasonClusterVersionOverridesSet in the CVO's
+// words, which users and tools already know from `oc adm upgrade`.
+const OverridesMessage = "Disabling ownership via cluster version overrides prevents upgrades. Please remove overrides before continuing."
 
 // Upgradeable enforces the ClusterVersion Upgradeable condition. False means
 // something in the cluster (a component, a pending delete, an update in
@@ -67,7 +69,7 @@ func (u Upgradeable) Run(_ context.Context, rc ReleaseContext) error {
 	}
 
 	if hasUnmanagedOverride(cv) {
-		return &Error{Reason: ReasonClusterVersionOverridesSet, Message: overridesMessage, Name: u.Name(), NonBlockingWarning: true}
+		return &Error{Reason: ReasonClusterVersionOverridesSet, Message: OverridesMessage, Name: u.Name(), NonBlockingWarning: true}
 	}
 	if !sameMinor(current, target) {
 		return nil

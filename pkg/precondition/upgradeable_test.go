@@ -107,7 +107,7 @@ func TestUpgradeableRun(t *testing.T) {
 		},
 		"a z-stream update while Upgradeable is False with overrides set warns with ClusterVersionOverridesSet": {
 			cv: clusterVersion("4.1.1", deletesPending, withUnmanagedOverride()), target: "4.1.3",
-			want: &wantError{reason: ReasonClusterVersionOverridesSet, message: overridesMessage, warning: true},
+			want: &wantError{reason: ReasonClusterVersionOverridesSet, message: OverridesMessage, warning: true},
 		},
 		"a z-stream retarget during a minor update warns with MinorVersionClusterUpdateInProgress": {
 			cv:     clusterVersion("4.2.1", deletesPending, progressing(), withHistory(partial("4.2.1"), completed("4.1.1"))),
@@ -130,7 +130,7 @@ func TestUpgradeableRun(t *testing.T) {
 		"overrides take precedence over an update in progress": {
 			cv:     clusterVersion("4.2.1", deletesPending, progressing(), withUnmanagedOverride(), withHistory(partial("4.2.1"), completed("4.1.1"))),
 			target: "4.2.3",
-			want:   &wantError{reason: ReasonClusterVersionOverridesSet, message: overridesMessage, warning: true},
+			want:   &wantError{reason: ReasonClusterVersionOverridesSet, message: OverridesMessage, warning: true},
 		},
 	}
 	for name, tt := range tests {

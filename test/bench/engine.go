@@ -24,9 +24,9 @@ import (
 )
 
 // engineTool is payload-applier through the engine users get: the operator's
-// (operator.New builds the clients, with its default client settings, the
-// RESTMapper, the ConfigMap ledger and the engine, as `payload-applier
-// apply` and `start` do), driven with apply.Engine.Sync so that no
+// (operator.NewForConfig builds the clients, with its default client
+// settings, the RESTMapper, the ConfigMap ledger and the engine, as
+// `payload-applier apply` and `start` do), driven with apply.Engine.Sync so that no
 // ClusterVersion bookkeeping is timed. Each run loads the payload and
 // builds a new operator, as a CLI invocation does, so a resync compares
 // against the cluster rather than against the engine's memory of its own
@@ -112,11 +112,10 @@ func (t *engineTool) sync(ctx context.Context, dir string, mode graph.Mode, step
 		return err
 	}
 	cfg := t.e.userConfig(t.user)
-	op, err := operator.New(operator.Config{
-		RESTConfig: cfg,
-		Releases:   operator.SingleRelease{Version: rel.Version, Path: dir},
-		Namespace:  ledgerNamespace,
-		Identity:   "bench",
+	op, err := operator.NewForConfig(cfg, operator.Config{
+		Releases:  operator.LoadedRelease{Release: rel},
+		Namespace: ledgerNamespace,
+		Identity:  "bench",
 	})
 	if err != nil {
 		return err

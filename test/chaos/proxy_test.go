@@ -102,11 +102,10 @@ func TestUpdateConvergesThroughAFaultyAPI(t *testing.T) {
 	t.Cleanup(func() {
 		_ = configClient(t).ConfigV1().ClusterVersions().Delete(context.Background(), cvName, metav1.DeleteOptions{})
 	})
-	op, err := operator.New(operator.Config{
-		RESTConfig: proxy.RESTConfig(userCfg),
-		Releases:   &operator.DirStore{Root: store},
-		Namespace:  opNS,
-		Name:       cvName,
+	op, err := operator.NewForConfig(proxy.RESTConfig(userCfg), operator.Config{
+		Releases:  &operator.DirStore{Root: store},
+		Namespace: opNS,
+		Name:      cvName,
 		Sync: apply.SyncOptions{
 			Backoff:      &wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 5},
 			DeleteSettle: time.Second,

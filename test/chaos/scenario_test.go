@@ -4,8 +4,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
 const (
@@ -264,33 +263,11 @@ func (s *scenario) describe() string {
 	return strings.Join(lines, "\n")
 }
 
-// writeRelease writes a payload directory for version under root.
-func writeRelease(t *testing.T, root, version string, files map[string]string) string {
-	t.Helper()
-	dir := filepath.Join(root, version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	all := map[string]string{
-		"release-metadata": fmt.Sprintf(`{"kind":"cincinnati-metadata-v0","version":%q,"previous":[],"metadata":{}}`, version),
-		"image-references": fmt.Sprintf(`{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":%q},"spec":{"tags":[]}}`, version),
-	}
-	for name, body := range files {
-		all[name] = body
-	}
-	for name, body := range all {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
-}
-
 // writeStore writes a release store with 1.0.0 (v1) and 1.0.1 (v2).
 func (s *scenario) writeStore(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	writeRelease(t, root, "1.0.0", s.release(false))
-	writeRelease(t, root, "1.0.1", s.release(true))
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, s.release(false))
+	payloadtest.WriteRelease(t, root, "1.0.1", nil, s.release(true))
 	return root
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
 
@@ -36,20 +35,12 @@ const include = `include.release.openshift.io/self-managed-high-availability: "t
 // writePayload writes a flat payload directory for version holding files.
 func writePayload(t testing.TB, version string, files map[string]string) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), version)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	meta := fmt.Sprintf(`{"kind":"cincinnati-metadata-v0","version":%q,"previous":[],"metadata":{}}`, version)
-	refs := fmt.Sprintf(`{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":%q},"spec":{"tags":[]}}`, version)
-	files["release-metadata"] = meta
-	files["image-references"] = refs
+	trimmed := make(map[string]string, len(files))
 	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.TrimLeft(body, "\n")), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		// Manifests written as raw strings start with a line break.
+		trimmed[name] = strings.TrimLeft(body, "\n")
 	}
-	return dir
+	return payloadtest.WriteRelease(t, t.TempDir(), version, nil, trimmed)
 }
 
 // load reads and validates a payload, failing the test when it is invalid.

@@ -44,14 +44,13 @@ func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metri
 	if cfg == nil {
 		cfg = testCluster.RESTConfig()
 	}
-	op, err := operator.New(operator.Config{
-		RESTConfig: cfg,
-		Releases:   &operator.DirStore{Root: store},
-		Namespace:  ns,
-		Name:       cvName,
-		Sync:       fastOptions(""),
-		Metrics:    metrics,
-		Identity:   uniqueName(t, cvName),
+	op, err := operator.NewForConfig(cfg, operator.Config{
+		Releases:  &operator.DirStore{Root: store},
+		Namespace: ns,
+		Name:      cvName,
+		Sync:      fastOptions(""),
+		Metrics:   metrics,
+		Identity:  uniqueName(t, cvName),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
 
@@ -73,7 +75,7 @@ metadata:
 			t.Fatal(err)
 		}
 		out := op.sync(t)
-		requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonOverridesSet)
+		requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, precondition.ReasonClusterVersionOverridesSet)
 		for _, o := range out.Result.Objects {
 			if o.ID.Name == "a" {
 				t.Errorf("an unmanaged object must not be applied: %+v", o)
@@ -90,7 +92,7 @@ metadata:
 		if !out.Result.Complete() {
 			t.Fatalf("a failed delete must not fail the update: %v", out.Result.Errors)
 		}
-		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonDeletionFailed)
+		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, string(apply.ReasonDeletionFailed))
 		if !strings.Contains(c.Message, "Namespace/default") || !strings.Contains(c.Message, "protected") {
 			t.Errorf("message must name the object and why: %q", c.Message)
 		}

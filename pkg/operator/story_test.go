@@ -1,0 +1,228 @@
+package operator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
+)
+
+// storyStore writes a release line: 1.0.1 is a z-stream that deletes two
+// ConfigMaps, the later one held by a finalizer so that the earlier one is
+// paced behind it; 1.0.2 is a z-stream that still carries the deletes; 1.1.0
+// is a minor that no longer does.
+func storyStore(t *testing.T) *DirStore {
+	root := t.TempDir()
+	keep := configMapManifest("keep")
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{
+		"0000_50_demo_00_keep.yaml":  keep,
+		"0000_50_demo_01_first.yaml": configMapManifest("first"),
+		"0000_50_demo_02_held.yaml":  heldConfigMapManifest("held"),
+	})
+	deletes := map[string]string{
+		"0000_50_demo_00_keep.yaml":  keep,
+		"0000_50_demo_01_first.yaml": configMapManifest("first", deleteAnnotation),
+		"0000_50_demo_02_held.yaml":  heldConfigMapManifest("held", deleteAnnotation),
+	}
+	payloadtest.WriteRelease(t, root, "1.0.1", []string{"1.0.0"}, deletes)
+	deletes["0000_60_more_00_z.yaml"] = configMapManifest("z-stream")
+	payloadtest.WriteRelease(t, root, "1.0.2", []string{"1.0.1"}, deletes)
+	payloadtest.WriteRelease(t, root, "1.1.0", []string{"1.0.2"}, map[string]string{
+		"0000_50_demo_00_keep.yaml":  keep,
+		"0000_60_more_00_minor.yaml": configMapManifest("minor"),
+	})
+	return &DirStore{Root: root}
+}
+
+// wantCondition fails unless the condition has status and reason and its
+// message holds every fragment.
+func wantCondition(t *testing.T, cv *configv1.ClusterVersion, ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason string, fragments ...string) {
+	t.Helper()
+	c := findCondition(cv.Status.Conditions, ct)
+	if c == nil {
+		t.Fatalf("no %s condition in %+v", ct, cv.Status.Conditions)
+	}
+	if c.Status != status || c.Reason != reason {
+		t.Errorf("%s = %s/%s (%q), want %s/%s", ct, c.Status, c.Reason, c.Message, status, reason)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(c.Message, f) {
+			t.Errorf("%s message %q lacks %q", ct, c.Message, f)
+		}
+	}
+}
+
+// wantSettled checks the conditions of a cluster that finished applying version.
+func wantSettled(t *testing.T, cv *configv1.ClusterVersion, version string) {
+	t.Helper()
+	wantCondition(t, cv, configv1.OperatorAvailable, configv1.ConditionTrue, "", "Done applying "+version)
+	wantCondition(t, cv, configv1.OperatorProgressing, configv1.ConditionFalse, "", "Cluster version is "+version)
+	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
+}
+
+// wantHistory checks the versions of status.history, newest first, and
+// that every entry completed.
+func wantHistory(t *testing.T, cv *configv1.ClusterVersion, versions ...string) {
+	t.Helper()
+	var got []string
+	for _, h := range cv.Status.History {
+		got = append(got, h.Version)
+		if h.State != configv1.CompletedUpdate || h.CompletionTime == nil {
+			t.Errorf("history entry %s is %s, want Completed with a time", h.Version, h.State)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(versions, " ") {
+		t.Errorf("history = %v, want %v", got, versions)
+	}
+}
+
+// wantEvents fails unless the events hold each fragment, in any order, and
+// nothing else.
+func wantEvents(t *testing.T, events []string, fragments ...string) {
+	t.Helper()
+	if len(events) != len(fragments) {
+		t.Errorf("%d events, want %d: %q", len(events), len(fragments), events)
+	}
+	for _, f := range fragments {
+		found := false
+		for _, e := range events {
+			found = found || strings.Contains(e, f)
+		}
+		if !found {
+			t.Errorf("no event %q in %q", f, events)
+		}
+	}
+}
+
+// acceptUpdate requests version and syncs: the update must be accepted and
+// applied in full, object among what it applied.
+func (c *fakeCluster) acceptUpdate(t *testing.T, version, object string) *configv1.ClusterVersion {
+	t.Helper()
+	c.request(t, version)
+	out := c.sync(t)
+	if out.Refused != nil || out.Mode != graph.ModeUpdate || !out.Result.Complete() || !c.exists(object) {
+		t.Fatalf("%s must be accepted and applied: refused %v, mode %s, errors %v", version, out.Refused, out.Mode, out.Result.Errors)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, fmt.Sprintf("Payload loaded version=%q", version))
+	wantSettled(t, cv, version)
+	return cv
+}
+
+func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
+	c := newFakeCluster(t, storyStore(t), "1.0.0")
+
+	t.Log("install 1.0.0")
+	out := c.sync(t)
+	if out.Mode != graph.ModeInstall || out.Result == nil || !out.Result.Complete() {
+		t.Fatalf("install: mode %s, result %+v", out.Mode, out.Result)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, `Payload loaded version="1.0.0"`)
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
+	wantSettled(t, cv, "1.0.0")
+	wantHistory(t, cv, "1.0.0")
+	if cv.Status.Desired.Version != "1.0.0" || !strings.HasPrefix(cv.Status.Desired.Image, "file:///") {
+		t.Errorf("desired = %+v, want 1.0.0 with the payload's absolute path", cv.Status.Desired)
+	}
+	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.0.0")
+	if c.statusWrites() != 1 {
+		t.Errorf("%d status writes, want 1: a short pass writes status once, after it", c.statusWrites())
+	}
+
+	t.Log("update to 1.0.1: the held delete stays pending, the one paced behind it waits")
+	cv = c.acceptUpdate(t, "1.0.1", "keep")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress,
+		"ConfigMap/demo/held (finalizers: example.com/hold); waiting behind them: ConfigMap/demo/first")
+	wantHistory(t, cv, "1.0.1", "1.0.0")
+	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.0.1", "Normal DeleteRequested Delete requested for ConfigMap/demo/held")
+	if !c.exists("held") || !c.exists("first") {
+		t.Fatal("the held object and the one paced behind it must both remain")
+	}
+
+	t.Log("a minor update is refused while the delete is pending; 1.0.1 is reconciled")
+	c.request(t, "1.1.0")
+	out = c.sync(t)
+	if out.Refused == nil || out.Applied != "1.0.1" || out.Mode != graph.ModeReconcile {
+		t.Fatalf("refused %v, applied %q in mode %s; want 1.1.0 refused and 1.0.1 reconciled", out.Refused, out.Applied, out.Mode)
+	}
+	cv = c.clusterVersion(t)
+	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks,
+		`Preconditions failed for payload loaded version="1.1.0"`, "ResourceDeletionInProgress")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress)
+	wantSettled(t, cv, "1.0.1")
+	wantHistory(t, cv, "1.0.1", "1.0.0")
+	if cv.Status.Desired.Version != "1.0.1" || c.exists("minor") {
+		t.Fatalf("nothing of a refused release may be applied: desired %s", cv.Status.Desired.Version)
+	}
+	wantEvents(t, c.takeEvents(), "Warning PreconditionBlock Update to 1.1.0 refused")
+
+	t.Log("syncing the refused target again announces nothing and writes nothing")
+	writes := c.statusWrites()
+	if out = c.sync(t); out.Refused == nil {
+		t.Fatal("1.1.0 must still be refused")
+	}
+	wantEvents(t, c.takeEvents())
+	if c.statusWrites() != writes {
+		t.Errorf("an unchanged refusal wrote status %d times", c.statusWrites()-writes)
+	}
+
+	t.Log("a z-stream update is accepted while the delete is pending")
+	cv = c.acceptUpdate(t, "1.0.2", "z-stream")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress, "ConfigMap/demo/held")
+	wantHistory(t, cv, "1.0.2", "1.0.1", "1.0.0")
+	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.0.2")
+
+	t.Log("the finalizer clears: the next pass completes it and issues the paced delete")
+	c.releaseFinalizers(t, "held")
+	out = c.sync(t)
+	if out.Mode != graph.ModeReconcile || len(out.Result.Deletes.InProgress) != 0 {
+		t.Fatalf("mode %s, deletes in progress %+v", out.Mode, out.Result.Deletes.InProgress)
+	}
+	if c.exists("first") {
+		t.Error("the paced delete must have been issued once the held object was gone")
+	}
+	cv = c.clusterVersion(t)
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
+	wantSettled(t, cv, "1.0.2")
+	wantEvents(t, c.takeEvents(),
+		"Normal DeleteCompleted Delete of ConfigMap/demo/held completed.",
+		"Normal DeleteRequested Delete requested for ConfigMap/demo/first",
+		"Normal DeleteCompleted Delete of ConfigMap/demo/first completed.")
+
+	t.Log("now the minor update is accepted")
+	cv = c.acceptUpdate(t, "1.1.0", "minor")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
+	wantHistory(t, cv, "1.1.0", "1.0.2", "1.0.1", "1.0.0")
+	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.1.0")
+}
+
+func TestSyncAnnouncesAnUnloadableTargetOnce(t *testing.T) {
+	root := t.TempDir()
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
+	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c.sync(t)
+	c.takeEvents()
+
+	c.request(t, "1.0.9")
+	out := c.sync(t)
+	if out.LoadErr == nil || out.Applied != "1.0.0" {
+		t.Fatalf("load error %v, applied %q; want 1.0.9 rejected and 1.0.0 reconciled", out.LoadErr, out.Applied)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonLoadPayload,
+		"Release 1.0.9 is rejected: release 1.0.9 is not in the release store")
+	wantSettled(t, cv, "1.0.0")
+	wantEvents(t, c.takeEvents(), "Warning PayloadRejected Release 1.0.9 is rejected")
+
+	writes := c.statusWrites()
+	c.sync(t)
+	wantEvents(t, c.takeEvents())
+	if c.statusWrites() != writes {
+		t.Errorf("an unchanged rejection wrote status %d times", c.statusWrites()-writes)
+	}
+}
