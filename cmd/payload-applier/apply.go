@@ -44,7 +44,8 @@ is a reconcile. Deletes are issued in update mode and not waited for: the ones
 still in progress are listed.
 
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
-failures; 2 invalid input or payload; 3 refused by a precondition.`,
+failures, or a delete the safety gate refused; 2 invalid input or payload;
+3 refused by a precondition.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -138,6 +139,9 @@ func applyExit(out *operator.Outcome) error {
 		return withExitCode(exitFailed, fmt.Errorf("nothing was applied"))
 	case !out.Result.Complete():
 		return withExitCode(exitFailed, fmt.Errorf("%d of %d tasks did not apply", out.Result.Total-out.Result.Done, out.Result.Total))
+	case len(out.Result.Deletes.Refused) > 0:
+		// The release completed; the objects the gate protects stay.
+		return withExitCode(exitFailed, fmt.Errorf("%d delete(s) refused: %s", len(out.Result.Deletes.Refused), out.Result.Deletes.Refused[0].LastError))
 	}
 	return nil
 }
@@ -155,6 +159,12 @@ func writeApplyText(w io.Writer, out *operator.Outcome) {
 		fmt.Fprintf(w, "%d delete(s) still in progress (not waited for):\n", n)
 		for _, d := range res.Deletes.InProgress {
 			fmt.Fprintf(w, "  %s %s%s\n", d.ID, d.State, finalizerNote(d))
+		}
+	}
+	if n := len(res.Deletes.Refused); n > 0 {
+		fmt.Fprintf(w, "%d delete(s) refused:\n", n)
+		for _, d := range res.Deletes.Refused {
+			fmt.Fprintf(w, "  %s (%s): %s\n", d.ID, d.File, d.LastError)
 		}
 	}
 	fmt.Fprintf(w, "Upgradeable=%s %s\n", out.Upgradeable.Status, out.Upgradeable.Reason)

@@ -123,8 +123,11 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 			if d.ReappearedAt != nil {
 				state += ", reappeared"
 			}
-			if d.LastError != "" {
-				state += ", failed: " + d.LastError
+			switch {
+			case d.State == deletion.Refused:
+				state += ": " + oneLine(d.LastError)
+			case d.LastError != "":
+				state += ", failed: " + oneLine(d.LastError)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", d.ID, state, age, strings.Join(d.Finalizers, ","), d.File)
 		}

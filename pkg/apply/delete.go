@@ -84,6 +84,11 @@ func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 	case deletion.OutcomeFailed:
 		te := taskError(m, "delete", err)
 		return p.report(ctx, t, ActionFailed, te.Message, te)
+	case deletion.OutcomeRefused:
+		// The object stays; the rest of the chain goes on without it.
+		te := taskError(m, "delete", err)
+		p.report(ctx, t, ActionRefused, te.Message, te)
+		return nil
 	case deletion.OutcomeCompleted:
 		msg := "delete completed"
 		if issued {
@@ -105,7 +110,7 @@ func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 func (p *pass) report(ctx context.Context, t *graph.Task, action Action, msg string, err error) error {
 	res := p.results[t.Index]
 	res.Action, res.Message = action, msg
-	if action == ActionFailed {
+	if action == ActionFailed || action == ActionRefused {
 		res.Err = err
 	}
 	p.record(ctx, t.Index, res)
@@ -140,7 +145,8 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, rec deletion.Record) (deletion.Step, error) {
 	if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
 		te := taskError(m, "delete", err)
-		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error()})), te
+		te.File = m.Position()
+		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error(), Detail: te.Message})), te
 	}
 	uid := rec.UID
 	answer, after, err := p.deleteObject(ctx, rc, m.Obj.GetName(), metav1.DeleteOptions{

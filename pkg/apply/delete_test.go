@@ -6,10 +6,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
@@ -223,5 +228,63 @@ func TestAClaimedObjectReCreatedUnderItsNameIsNeverDeleted(t *testing.T) {
 	}
 	if _, err := dyn.Tracker().Get(configMapsGVR, "ns", "a"); err != nil {
 		t.Errorf("the re-created object must stay: %v", err)
+	}
+}
+
+func TestARefusedDeleteBlocksNothingElseAndIsReportedOnce(t *testing.T) {
+	ctx := context.Background()
+	rel := planRelease(t,
+		planDoc{"0000_50_c_01_old.yaml", cmYAML("old", "v", deleteAnn)},
+		planDoc{"0000_50_c_02_ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-public\n  annotations:\n    " + deleteAnn + "\n"})
+	rel.Version = "2"
+	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
+	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	ns := &unstructured.Unstructured{}
+	ns.SetAPIVersion("v1")
+	ns.SetKind("Namespace")
+	ns.SetName("kube-public")
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		configMapsGVR: "ConfigMapList", {Version: "v1", Resource: "namespaces"}: "NamespaceList"}, liveCM("old", "v"), ns)
+	recorder := record.NewFakeRecorder(20)
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{},
+		Recorder: recorder, EventObject: &corev1.ObjectReference{Kind: "ClusterVersion", Name: "version"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pass := range 2 {
+		res, err := e.Sync(ctx, rel, SyncOptions{Mode: graph.ModeUpdate})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused, old := res.Objects[1], res.Objects[0]
+		if refused.Action != ActionRefused || !strings.Contains(refused.Message, "protected namespace") || refused.Err == nil {
+			t.Errorf("pass %d: kube-public was %s (%s), want refused", pass, refused.Action, refused.Message)
+		}
+		if pass == 0 && old.Action != ActionDeleted {
+			t.Errorf("the delete after the refused one in its chain was %s (%s), want deleted", old.Action, old.Message)
+		}
+		d := res.Deletes
+		if len(d.Refused) != 1 || len(d.InProgress) != 0 || len(d.Failed) != 1 || !d.Blocking() {
+			t.Errorf("pass %d: a refusal is refused and failed, never in progress, and blocks minor updates: %+v", pass, d)
+		}
+		if !res.Complete() {
+			t.Errorf("pass %d: a refused delete must not hold the release back: %v", pass, res.Errors)
+		}
+	}
+	if _, err := dyn.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "kube-public"); err != nil {
+		t.Errorf("kube-public must stay: %v", err)
+	}
+	refusals := 0
+	for len(recorder.Events) > 0 {
+		if ev := <-recorder.Events; strings.Contains(ev, string(ReasonDeletionRefused)) {
+			refusals++
+			if !strings.Contains(ev, "0000_50_c_02_ns.yaml") {
+				t.Errorf("the Event must name the manifest: %s", ev)
+			}
+		}
+	}
+	if refusals != 1 {
+		t.Errorf("%d refusal Events over two passes, want 1", refusals)
 	}
 }

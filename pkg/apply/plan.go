@@ -79,9 +79,6 @@ type PlannedAction struct {
 	// Reason explains the action: a create-only note, the changed fields of
 	// an update, what holds a delete, why a manifest is skipped.
 	Reason string
-
-	// refused marks a delete the engine refuses, which holds back its chain.
-	refused bool
 }
 
 // Plan is what one pass over a release would do, without doing it: the two
@@ -145,7 +142,7 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 		default:
 			a.Action = PlanDelete
 			if err := guard.checkDeletable(marked, rel.Version, m.ID()); err != nil {
-				a.Action, a.Reason, a.refused = PlanSkip, refusal(err), true
+				a.Action, a.Reason = PlanSkip, refusal(err)
 			}
 		}
 	}
@@ -270,7 +267,7 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	a := deleteAction(m, p.opts.Mode, live, step, prev.Release)
 	if step.Outcome == deletion.OutcomeIssue {
 		if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
-			a.Action, a.Reason, a.refused = PlanSkip, refusal(err), true
+			a.Action, a.Reason = PlanSkip, refusal(err)
 		}
 	}
 	return a, nil
@@ -337,23 +334,19 @@ func refusal(err error) string {
 
 // notePacing tells, in each delete chain, which delete each one waits for:
 // the engine issues a delete only once the nearest one before it in the
-// chain is gone, and a refused delete holds back the rest of its chain.
+// chain is gone. A refused delete holds nothing back.
 func (p *Plan) notePacing() {
 	for _, n := range p.Deletes.Nodes {
 		var blocker *PlannedAction
 		for _, t := range n.Tasks {
 			a := &p.Actions[t.Index]
-			if blocker != nil && a.Action == PlanDelete {
-				id := blocker.Manifest.ID().String()
-				if blocker.refused {
-					a.Reason = appendReason(a.Reason, "held back: the delete of "+id+" before it is refused")
-				} else {
-					a.Reason = appendReason(a.Reason, "issued once "+id+" is gone")
-				}
+			if a.Action != PlanDelete {
+				continue
 			}
-			if (a.Action == PlanDelete || a.refused) && (blocker == nil || !blocker.refused) {
-				blocker = a
+			if blocker != nil {
+				a.Reason = appendReason(a.Reason, "issued once "+blocker.Manifest.ID().String()+" is gone")
 			}
+			blocker = a
 		}
 	}
 }

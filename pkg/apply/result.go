@@ -31,6 +31,8 @@ const (
 	// ActionNotDeleted: present, but this mode starts no delete.
 	ActionNotDeleted Action = "not-deleted"
 	ActionReappeared Action = "reappeared"
+	// ActionRefused: the safety gate refused the delete; see Err.
+	ActionRefused Action = "refused"
 )
 
 // ObjectResult is the outcome for one manifest.

@@ -125,3 +125,41 @@ func TestCommandsHaveHelp(t *testing.T) {
 	}
 	_ = os.Remove(bin)
 }
+
+func TestApplyExitsOneOnARefusedDeleteAndDeletesTheRest(t *testing.T) {
+	bin := buildCLI(t)
+	resetClusterVersion(t)
+	t.Cleanup(func() { resetClusterVersion(t) })
+	c := newClients(t)
+	ns := testCluster.CreateNamespace(t)
+	kubePublic := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-public\n  annotations:\n    " + include + "\n"
+	v100 := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_old.yaml": configMap(ns, "old", "x")})
+	v101 := writePayload(t, "1.0.1", map[string]string{
+		"0000_50_demo_00_old.yaml": withDelete(configMap(ns, "old", "x")),
+		"0000_50_demo_01_ns.yaml":  withDelete(kubePublic),
+	})
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	mark := auditMark(t)
+	for pass := range 2 {
+		code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101)
+		if code != 1 || !strings.Contains(stdout, "1 delete(s) refused") || !strings.Contains(stdout, "it is a protected namespace") ||
+			strings.Contains(stdout, "still in progress") {
+			t.Fatalf("pass %d: exit %d, want 1 with the refusal apart from deletes in progress\nstdout:\n%s\nstderr:\n%s", pass, code, stdout, stderr)
+		}
+	}
+	if c.get(t, configMapGVK, ns, "old") != nil {
+		t.Error("the delete beside the refused one must go ahead")
+	}
+	if d := adminDeletes(t, mark); d["kube-public"] != 0 {
+		t.Errorf("kube-public was sent %d DELETEs", d["kube-public"])
+	}
+
+	code, stdout, _ := runCLI(t, bin, "status")
+	if code != 0 || !strings.Contains(stdout, "Namespace/kube-public") ||
+		!strings.Contains(stdout, "Refused: refusing to delete Namespace/kube-public: it is a protected namespace") ||
+		!strings.Contains(stdout, "ResourceDeletionFailed") {
+		t.Fatalf("status must show the refusal on one line and Upgradeable=False ResourceDeletionFailed (exit %d):\n%s", code, stdout)
+	}
+}

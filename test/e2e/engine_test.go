@@ -320,7 +320,7 @@ metadata:
 			refusal = &res.Objects[i]
 		}
 	}
-	if refusal == nil || refusal.Action != apply.ActionFailed || !strings.Contains(refusal.Message, "protected namespace") {
+	if refusal == nil || refusal.Action != apply.ActionRefused || !strings.Contains(refusal.Message, "protected namespace") {
 		t.Fatalf("want a refusal naming the protected namespace, got %+v", refusal)
 	}
 	if c.get(t, namespaceGVK, "", "kube-public") == nil {

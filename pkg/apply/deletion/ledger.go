@@ -103,7 +103,7 @@ func (l *Ledger) Prune(keep func(Record) bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id, r := range l.records {
-		if r.Finished() && !keep(*r) {
+		if (r.Finished() || r.State == Refused) && !keep(*r) {
 			delete(l.records, id)
 			l.changes++
 		}

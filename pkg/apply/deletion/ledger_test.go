@@ -120,7 +120,7 @@ func TestLedgerPruneKeepsUnfinishedAndWantedRecords(t *testing.T) {
 	for n, st := range map[string]State{
 		"pending": Pending, "in-progress": InProgress,
 		"completed-kept": Completed, "completed-dropped": Completed,
-		"absent-dropped": Absent, "abandoned-dropped": Abandoned,
+		"absent-dropped": Absent, "abandoned-dropped": Abandoned, "refused-dropped": Refused,
 	} {
 		l.Set(Record{ID: id(n), State: st})
 	}

@@ -36,10 +36,15 @@ const (
 	// Abandoned: pacing held the delete back and a later release dropped
 	// its delete manifest, so it is never issued.
 	Abandoned State = "Abandoned"
+	// Refused: the safety gate refused the delete (LastError says why) and
+	// the object stays. It blocks minor updates as a failed delete does,
+	// and nothing else; an update checks again, and a release without the
+	// delete manifest drops the record.
+	Refused State = "Refused"
 )
 
 // States lists every state, for tests that must cover them all.
-var States = []State{Pending, InProgress, Completed, Absent, Abandoned}
+var States = []State{Pending, InProgress, Completed, Absent, Abandoned, Refused}
 
 // Record is the ledger's memory of one delete manifest's object.
 type Record struct {
@@ -101,8 +106,10 @@ type Summary struct {
 	InProgress []Record
 	// Stuck lists in-progress deletes older than the stuck threshold.
 	Stuck []Record
-	// Failed lists deletes whose last attempt failed.
+	// Failed lists deletes whose last attempt failed, the refused ones too.
 	Failed []Record
+	// Refused lists the deletes the safety gate refused.
+	Refused []Record
 	// Reappeared lists objects that came back after their delete completed.
 	Reappeared []Record
 	// OldestPending is the age of the oldest in-progress delete.
@@ -127,6 +134,10 @@ func Summarize(recs []Record, now time.Time, stuckAfter time.Duration) Summary {
 		}
 		if r.LastError != "" {
 			s.Failed = append(s.Failed, r)
+		}
+		if r.State == Refused {
+			s.Refused = append(s.Refused, r)
+			continue
 		}
 		s.InProgress = append(s.InProgress, r)
 		if r.RequestedAt == nil {

@@ -58,9 +58,9 @@ type Observation struct {
 	Update bool
 	// Live is the object as read, nil when gone (Look, Settle, Poll).
 	Live *unstructured.Unstructured
-	// Reason and Message describe a Fail or Refuse for its Event;
-	// Detail, when set, is what the record keeps as LastError instead of
-	// Message.
+	// Reason and Message describe a Fail or Refuse for its Event; Detail,
+	// when set, is what the record keeps as LastError instead of Message
+	// (a Refuse always sets it: the reason alone, on one line).
 	Reason, Message, Detail string
 	// StuckAfter is how long an issued delete may wait before it is stuck (Age).
 	StuckAfter time.Duration
@@ -89,8 +89,11 @@ const (
 	OutcomeReappeared Outcome = "reappeared"
 	// OutcomeNotDeleting: the object exists and this pass starts no delete.
 	OutcomeNotDeleting Outcome = "not-deleting"
-	// OutcomeFailed: the delete failed or was refused; its chain waits.
+	// OutcomeFailed: the delete failed; its chain waits.
 	OutcomeFailed Outcome = "failed"
+	// OutcomeRefused: the safety gate refused the delete. The object stays,
+	// and the rest of its chain goes on: a refusal blocks nothing else.
+	OutcomeRefused Outcome = "refused"
 	// OutcomeAbandoned: a held-back delete is given up.
 	OutcomeAbandoned Outcome = "abandoned"
 	// OutcomeStuck: an issued delete has waited past the stuck threshold.
@@ -159,7 +162,8 @@ type Step struct {
 // update saw, or when Look issues; Pending → InProgress once the DELETE is
 // accepted or the object is seen terminating; InProgress → Completed once
 // gone; (none), Pending or Abandoned → Absent when gone at first look;
-// Pending → Abandoned on Drop. A recorded UID that differs from the live
+// Pending → Abandoned on Drop; any state → Refused when the safety gate
+// refuses. A recorded UID that differs from the live
 // object's means the object it names is gone (Completed). Completed and
 // Absent are final: an object there again sets ReappearedAt and is
 // reported, never deleted again, by any pass or later release.
@@ -182,7 +186,15 @@ func Next(prev *Record, obs Observation) Step {
 		}
 	case Look:
 		s.look(prev, obs, now)
-	case Refuse, Fail:
+	case Refuse:
+		s.Record.State, s.Record.LastError = Refused, obs.Detail
+		s.Outcome = OutcomeRefused
+		if prev == nil || prev.State != Refused || prev.LastError != obs.Detail {
+			// Reported once: every update checks the gate again.
+			s.Transitions = []Transition{TransitionFailed}
+			s.Events = []Event{{Warning: true, Reason: obs.Reason, Message: obs.Message}}
+		}
+	case Fail:
 		if prev == nil {
 			// A delete that failed before anything recorded it is still asked for.
 			s.Record.State = Pending
@@ -242,7 +254,7 @@ func (s *Step) look(prev *Record, obs Observation, now metav1.Time) {
 	live := obs.Live
 	if live == nil {
 		switch {
-		case prev == nil || rec.State == Pending || rec.State == Abandoned:
+		case prev == nil || rec.State == Pending || rec.State == Abandoned || rec.State == Refused:
 			rec.State, rec.CompletedAt = Absent, &now
 			s.Outcome = OutcomeAbsent
 			s.Transitions = []Transition{TransitionAlreadyDeleted}
@@ -287,8 +299,13 @@ func (s *Step) look(prev *Record, obs Observation, now metav1.Time) {
 		return
 	}
 	// The intent is recorded before the DELETE: the claim is already
-	// stored, and after a crash the object itself shows what happened.
-	rec.State, rec.UID, rec.RequestedAt, rec.LastError = Pending, live.GetUID(), &now, ""
+	// stored, and after a crash the object itself shows what happened. A
+	// refused delete stays Refused while the gate looks again, so that a
+	// refusal it repeats is not reported anew.
+	if rec.State != Refused {
+		rec.State, rec.LastError = Pending, ""
+	}
+	rec.UID, rec.RequestedAt = live.GetUID(), &now
 	s.Outcome = OutcomeIssue
 }
 

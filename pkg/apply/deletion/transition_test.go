@@ -46,12 +46,21 @@ func record(state State, release, uid string) *Record {
 	if state == Completed || state == Absent {
 		r.CompletedAt = &earlier
 	}
+	if state == Refused {
+		r.LastError = refusal
+	}
 	return r
 }
 
+const refusal = "refusing to delete ConfigMap/ns/x: it is protected"
+
 // obs is an observation of kind by a pass of release 2.
 func obs(kind Kind, update bool, live *unstructured.Unstructured) Observation {
-	return Observation{Kind: kind, Now: testNow, ID: testID, File: "0000_50_a_01_x.yaml:1", Release: "2",
+	detail := ""
+	if kind == Refuse {
+		detail = refusal
+	}
+	return Observation{Detail: detail, Kind: kind, Now: testNow, ID: testID, File: "0000_50_a_01_x.yaml:1", Release: "2",
 		Update: update, Live: live, Reason: "ResourceDeletionFailed", Message: testID.String() + ": delete failed: forbidden", StuckAfter: stuckFor}
 }
 
@@ -119,12 +128,26 @@ var transitionCases = []struct {
 	{"an abandoned delete whose object is gone is absent", record(Abandoned, "1", ""), obs(Look, reconcile, nil), want{Absent, OutcomeAbsent, []Transition{TransitionAlreadyDeleted}, nil}},
 
 	// Refuse
-	{"a refused delete with no record is pending and failed", nil, obs(Refuse, update, nil), want{Pending, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
-	{"a refused delete records why and fails its chain", record(Pending, "2", "u1"), obs(Refuse, update, nil), want{Pending, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
-	{"a refusal of an issued delete keeps its state", record(InProgress, "2", "u1"), obs(Refuse, update, nil), want{InProgress, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
-	{"a refusal of a completed delete keeps its state", record(Completed, "2", "u1"), obs(Refuse, update, nil), want{Completed, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
-	{"a refusal of an absent record keeps its state", record(Absent, "2", ""), obs(Refuse, update, nil), want{Absent, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
-	{"a refusal of an abandoned record keeps its state", record(Abandoned, "2", ""), obs(Refuse, update, nil), want{Abandoned, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a refused delete with no record is recorded refused, and reported", nil, obs(Refuse, update, nil), want{Refused, OutcomeRefused, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a refused delete is recorded refused with its reason, and reported", record(Pending, "2", "u1"), obs(Refuse, update, nil), want{Refused, OutcomeRefused, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a refusal of an issued delete is recorded", record(InProgress, "2", "u1"), obs(Refuse, update, nil), want{Refused, OutcomeRefused, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a refusal of a completed delete is recorded", record(Completed, "2", "u1"), obs(Refuse, update, nil), want{Refused, OutcomeRefused, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a refusal of an absent record is recorded", record(Absent, "2", ""), obs(Refuse, update, nil), want{Refused, OutcomeRefused, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a refusal of an abandoned record is recorded", record(Abandoned, "2", ""), obs(Refuse, update, nil), want{Refused, OutcomeRefused, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a refusal repeated by a later pass is not reported again", record(Refused, "2", "u1"), obs(Refuse, update, nil), want{Refused, OutcomeRefused, nil, nil}},
+
+	// A refused record meets every other observation
+	{"a claim leaves a refused record alone", record(Refused, "1", "u1"), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
+	{"an update looks at the gate again for a refused delete", record(Refused, "2", "u1"), obs(Look, update, present), want{Refused, OutcomeIssue, nil, nil}},
+	{"a reconcile leaves a refused delete alone", record(Refused, "2", "u1"), obs(Look, reconcile, present), want{Refused, OutcomeNotDeleting, nil, nil}},
+	{"a refused delete whose object is gone is absent", record(Refused, "2", "u1"), obs(Look, reconcile, nil), want{Absent, OutcomeAbsent, []Transition{TransitionAlreadyDeleted}, nil}},
+	{"a DELETE accepted after a refusal is in progress", record(Refused, "2", "u1"), obs(Accept, update, nil), want{InProgress, OutcomeRequested, []Transition{TransitionRequested}, []string{ReasonRequested}}},
+	{"a replaced object keeps a refused record", record(Refused, "2", "u1"), obs(Replace, update, nil), want{Refused, OutcomeReplaced, nil, nil}},
+	{"a failed DELETE of a refused record keeps its state", record(Refused, "2", "u1"), obs(Fail, update, nil), want{Refused, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
+	{"a settle on a refused record with the object gone completes it", record(Refused, "2", "u1"), obs(Settle, update, nil), want{Completed, OutcomeCompleted, []Transition{TransitionCompleted}, []string{ReasonCompleted}}},
+	{"a poll leaves a refused record alone", record(Refused, "2", "u1"), obs(Poll, reconcile, nil), want{Refused, OutcomeUnchanged, nil, nil}},
+	{"a drop leaves a refused record to the ledger's pruning", record(Refused, "2", "u1"), obs(Drop, reconcile, nil), want{Refused, OutcomeUnchanged, nil, nil}},
+	{"a refused delete is never stuck", record(Refused, "2", "u1"), obs(Age, reconcile, nil), want{Refused, OutcomeUnchanged, nil, nil}},
 
 	// Fail
 	{"a failed DELETE with no record is pending and failed", nil, obs(Fail, update, nil), want{Pending, OutcomeFailed, []Transition{TransitionFailed}, []string{"ResourceDeletionFailed"}}},
@@ -229,7 +252,7 @@ func checkRecord(t *testing.T, prev *Record, o Observation, step Step) {
 	}
 	switch step.Outcome {
 	case OutcomeIssue:
-		if r.RequestedAt == nil || r.UID != o.Live.GetUID() || r.LastError != "" || r.Release != o.Release {
+		if r.RequestedAt == nil || r.UID != o.Live.GetUID() || (r.LastError != "") != (r.State == Refused) || r.Release != o.Release {
 			t.Errorf("an issued delete records when, which UID and which release, and clears the last error: %+v", r)
 		}
 	case OutcomeOngoing:
@@ -249,8 +272,12 @@ func checkRecord(t *testing.T, prev *Record, o Observation, step Step) {
 			t.Errorf("a reappeared object is recorded with its UID: %+v", r)
 		}
 	case OutcomeFailed:
-		if r.LastError != o.Message {
+		if r.LastError != o.Message && prev != nil && prev.State != Refused {
 			t.Errorf("a failure records its message, got %q", r.LastError)
+		}
+	case OutcomeRefused:
+		if r.LastError != refusal {
+			t.Errorf("a refusal records its reason alone, got %q", r.LastError)
 		}
 	}
 	for _, ev := range step.Events {
@@ -327,10 +354,14 @@ func TestSummarize(t *testing.T) {
 		{ID: payload.ObjectID{Kind: "A", Name: "done"}, State: Completed},
 		{ID: payload.ObjectID{Kind: "A", Name: "back"}, State: Completed, ReappearedAt: at(0)},
 		{ID: payload.ObjectID{Kind: "A", Name: "given-up"}, State: Abandoned},
+		{ID: payload.ObjectID{Kind: "A", Name: "refused"}, State: Refused, LastError: refusal},
 	}
 	s := Summarize(recs, now, 10*time.Minute)
-	if len(s.InProgress) != 3 || len(s.Stuck) != 1 || s.Stuck[0].ID.Name != "old" || len(s.Failed) != 1 || len(s.Reappeared) != 1 {
+	if len(s.InProgress) != 3 || len(s.Stuck) != 1 || s.Stuck[0].ID.Name != "old" || len(s.Failed) != 2 || len(s.Reappeared) != 1 {
 		t.Fatalf("unexpected summary: %+v", s)
+	}
+	if len(s.Refused) != 1 || s.Refused[0].ID.Name != "refused" {
+		t.Errorf("a refused delete is listed as refused and failed, never in progress: %+v", s)
 	}
 	if s.OldestPending != 20*time.Minute {
 		t.Errorf("oldest pending = %s, want 20m", s.OldestPending)
