@@ -57,12 +57,18 @@ func resetClusterVersion(t testing.TB) {
 	_ = newClients(t).kube.CoreV1().ConfigMaps("openshift-cluster-version").Delete(ctx, "payload-applier-delete-ledger", metav1.DeleteOptions{})
 }
 
-func TestApplyCommandExitCodes(t *testing.T) {
+// newCLITest builds the CLI and gives a test a cluster that was never
+// installed, its clients and a namespace of its own.
+func newCLITest(t *testing.T) (string, *clients, string) {
+	t.Helper()
 	bin := buildCLI(t)
 	resetClusterVersion(t)
 	t.Cleanup(func() { resetClusterVersion(t) })
-	c := newClients(t)
-	ns := testCluster.CreateNamespace(t)
+	return bin, newClients(t), testCluster.CreateNamespace(t)
+}
+
+func TestApplyCommandExitCodes(t *testing.T) {
+	bin, c, ns := newCLITest(t)
 	releases := storyReleases(ns)
 	dirs := map[string]string{}
 	for v, files := range releases {
@@ -127,11 +133,7 @@ func TestCommandsHaveHelp(t *testing.T) {
 }
 
 func TestApplyExitsOneOnARefusedDeleteAndDeletesTheRest(t *testing.T) {
-	bin := buildCLI(t)
-	resetClusterVersion(t)
-	t.Cleanup(func() { resetClusterVersion(t) })
-	c := newClients(t)
-	ns := testCluster.CreateNamespace(t)
+	bin, c, ns := newCLITest(t)
 	kubePublic := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-public\n  annotations:\n    " + include + "\n"
 	v100 := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_old.yaml": configMap(ns, "old", "x")})
 	v101 := writePayload(t, "1.0.1", map[string]string{
