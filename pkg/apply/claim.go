@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -37,11 +36,11 @@ func (p *pass) readClaimed(ctx context.Context, ms []*payload.Manifest) []*unstr
 		}
 		groups[key].members = append(groups[key].members, i)
 	}
-	reads := &graph.Graph{}
-	for range order {
-		reads.Nodes = append(reads.Nodes, &graph.Node{ID: len(reads.Nodes), Tasks: []*graph.Task{{Index: len(reads.Nodes)}}})
+	tasks := make([]*graph.Task, len(order))
+	for i := range order {
+		tasks[i] = &graph.Task{Index: i}
 	}
-	graph.Run(ctx, reads, graph.RunOptions{Parallelism: claimReadParallelism}, func(ctx context.Context, t *graph.Task) error {
+	graph.Run(ctx, graph.Unordered(tasks), graph.RunOptions{Parallelism: claimReadParallelism}, func(ctx context.Context, t *graph.Task) error {
 		g := groups[order[t.Index]]
 		if len(g.members) < listThreshold {
 			for _, i := range g.members {
@@ -54,22 +53,12 @@ func (p *pass) readClaimed(ctx context.Context, ms []*payload.Manifest) []*unstr
 			name := ms[i].Obj.GetName()
 			want[name] = append(want[name], i)
 		}
-		opts := metav1.ListOptions{Limit: 500}
-		for {
-			list, err := g.rc.ri.List(ctx, opts)
-			if err != nil {
-				return err
+		return g.rc.list(ctx, func(obj *unstructured.Unstructured) {
+			for _, i := range want[obj.GetName()] {
+				item := *obj
+				seen[i] = &item
 			}
-			for k := range list.Items {
-				for _, i := range want[list.Items[k].GetName()] {
-					seen[i] = &list.Items[k]
-				}
-			}
-			if list.GetContinue() == "" {
-				return nil
-			}
-			opts.Continue = list.GetContinue()
-		}
+		})
 	})
 	return seen
 }

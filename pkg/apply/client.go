@@ -67,6 +67,26 @@ func (rc resourceClient) read(ctx context.Context, name string) (*unstructured.U
 	return obj, err
 }
 
+// list pages through every object of the client's resource and namespace,
+// handing each to each. An item shares its page's memory: each copies what
+// it keeps, so that the page can be freed.
+func (rc resourceClient) list(ctx context.Context, each func(*unstructured.Unstructured)) error {
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		page, err := rc.ri.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for i := range page.Items {
+			each(&page.Items[i])
+		}
+		if page.GetContinue() == "" {
+			return nil
+		}
+		opts.Continue = page.GetContinue()
+	}
+}
+
 // apply is the one server-side apply: it forces ownership of the fields
 // obj sets, as the payload is the source of truth for them. A dry run
 // persists nothing; the server still admits and defaults the object.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -164,27 +163,14 @@ func (p *pass) snapshot(ctx context.Context, rc resourceClient, key listKey) *sn
 		for name, n := range p.readers[key] {
 			s.unread[name] = n
 		}
-		opts := metav1.ListOptions{Limit: 500}
-		for {
-			list, err := rc.ri.List(ctx, opts)
-			if err != nil {
-				s.err = err
-				return
+		// Keep only what the payload names, each item on its own so that
+		// the page can be freed as the items are taken.
+		s.err = rc.list(ctx, func(obj *unstructured.Unstructured) {
+			if _, ok := s.unread[obj.GetName()]; ok {
+				item := *obj
+				s.items[obj.GetName()] = &item
 			}
-			// Keep only what the payload names, each item on its own so
-			// that the page can be freed as the items are taken.
-			for i := range list.Items {
-				name := list.Items[i].GetName()
-				if _, ok := s.unread[name]; ok {
-					item := list.Items[i]
-					s.items[name] = &item
-				}
-			}
-			if list.GetContinue() == "" {
-				return
-			}
-			opts.Continue = list.GetContinue()
-		}
+		})
 	})
 	return s
 }

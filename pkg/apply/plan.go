@@ -171,11 +171,7 @@ func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOption
 
 	// One node per manifest and no edges: reading has no order, and a
 	// failed read must not hold back the others.
-	reads := &graph.Graph{}
-	for _, t := range Tasks(rel) {
-		reads.Nodes = append(reads.Nodes, &graph.Node{ID: len(reads.Nodes), Tasks: []*graph.Task{t}})
-	}
-	res := graph.Run(ctx, reads, graph.RunOptions{Parallelism: opts.Parallelism}, func(ctx context.Context, t *graph.Task) error {
+	res := graph.Run(ctx, graph.Unordered(Tasks(rel)), graph.RunOptions{Parallelism: opts.Parallelism}, func(ctx context.Context, t *graph.Task) error {
 		m := rel.Manifests[t.Index]
 		planFn := ps.planApply
 		if t.Delete {

@@ -74,6 +74,16 @@ func New(tasks []*Task) *Graph {
 	return &Graph{Nodes: []*Node{{ID: 0, Tasks: tasks}}}
 }
 
+// Unordered returns a graph of one node per task and no edges: work whose
+// items have no order and whose failures must not hold each other back.
+func Unordered(tasks []*Task) *Graph {
+	g := &Graph{Nodes: make([]*Node, len(tasks))}
+	for i, t := range tasks {
+		g.Nodes[i] = &Node{ID: i, Tasks: []*Task{t}}
+	}
+	return g
+}
+
 // SplitOnJobs marks Jobs as barriers: a Job may migrate data or remove an
 // old component, so nothing is reordered or parallelized across it.
 func SplitOnJobs(t *Task) bool {

@@ -1,6 +1,8 @@
 package graph
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"testing"
 )
@@ -31,5 +33,30 @@ func TestSteps(t *testing.T) {
 				t.Errorf("Steps() = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestUnorderedRunsEveryTaskWhateverFails(t *testing.T) {
+	tasks := []*Task{{Index: 0}, {Index: 1}, {Index: 2}}
+	g := Unordered(tasks)
+	if err := g.Validate(); err != nil || len(g.Nodes) != 3 {
+		t.Fatalf("%d nodes, %v", len(g.Nodes), err)
+	}
+	for i, n := range g.Nodes {
+		if n.ID != i || len(n.Tasks) != 1 || n.Tasks[0] != tasks[i] || len(n.In)+len(n.Out) != 0 {
+			t.Errorf("node %d: %+v, want task %d alone without edges", i, n, i)
+		}
+	}
+	res := Run(context.Background(), g, RunOptions{Parallelism: 2}, func(_ context.Context, task *Task) error {
+		if task.Index == 0 {
+			return errors.New("boom")
+		}
+		return nil
+	})
+	if res.Count(StateSucceeded) != 2 || res.Count(StateFailed) != 1 {
+		t.Errorf("one failure must hold back nothing: %+v", res.Tasks)
+	}
+	if len(Unordered(nil).Nodes) != 0 {
+		t.Error("no tasks, no nodes")
 	}
 }
