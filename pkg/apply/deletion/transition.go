@@ -143,8 +143,9 @@ type Step struct {
 	// Record is the record after the observation.
 	Record Record
 	// Save is false when the ledger must not hold a record for this
-	// observation: a pass that starts no delete records nothing about an
-	// object it leaves alone, or a record would read as a delete in progress.
+	// observation: it had none and the observation gives none a state. A
+	// pass that starts no delete records nothing about an object it leaves
+	// alone, or a record would read as a delete in progress.
 	Save    bool
 	Outcome Outcome
 	// Transitions and Events are to be reported, in order.
@@ -172,13 +173,20 @@ func Next(prev *Record, obs Observation) Step {
 	if prev != nil {
 		rec = *prev
 	}
+	s := &Step{Record: rec, Outcome: OutcomeUnchanged}
+	s.observe(prev, obs)
+	s.Save = prev != nil || s.Record.State != ""
+	return *s
+}
+
+// observe applies one observation to the step's record.
+func (s *Step) observe(prev *Record, obs Observation) {
+	rec := s.Record
 	now := metav1.NewTime(obs.Now)
-	s := &Step{Record: rec, Save: true, Outcome: OutcomeUnchanged}
 	switch obs.Kind {
 	case Claim:
 		if prev != nil {
-			s.Save = false
-			return *s
+			return
 		}
 		s.Record.State = Pending
 		if obs.Live != nil {
@@ -214,23 +222,21 @@ func Next(prev *Record, obs Observation) Step {
 		s.Transitions = []Transition{TransitionRequested}
 		s.Events = []Event{{Reason: ReasonRequested, Message: fmt.Sprintf("Delete requested for %s (%s).", rec.ID, obs.File)}}
 	case Replace:
-		s.Save, s.Outcome = prev != nil, OutcomeReplaced
+		s.Outcome = OutcomeReplaced
 	case Settle:
 		if obs.Live == nil {
 			s.complete(now)
-			return *s
+			return
 		}
 		s.Record.State = InProgress
 		s.Record.DeletionTimestamp = obs.Live.GetDeletionTimestamp()
 		s.Record.Finalizers = FinalizersOf(obs.Live)
 		s.Outcome = OutcomeRequested
 	case Poll:
-		s.Save = prev != nil
 		s.poll(obs, now)
 	case Drop:
 		if rec.State != Pending {
-			s.Save = prev != nil
-			return *s
+			return
 		}
 		s.Record.State = Abandoned
 		s.Outcome = OutcomeAbandoned
@@ -238,14 +244,12 @@ func Next(prev *Record, obs Observation) Step {
 			"Release %s asked to delete %s (%s), but the delete was still waiting and release %s no longer asks for it; the object is left in place.",
 			rec.Release, rec.ID, rec.File, obs.Release)}}
 	case Age:
-		s.Save = prev != nil
 		if rec.stuck(obs.Now, obs.StuckAfter) {
 			s.Outcome = OutcomeStuck
 			s.Events = []Event{{Warning: true, Reason: ReasonStuck, Message: fmt.Sprintf(
 				"Delete of %s has been pending since %s; %s", rec.ID, FormatTime(rec.RequestedAt), rec.Progress())}}
 		}
 	}
-	return *s
 }
 
 // look decides what a walk does with the object it read.
@@ -295,7 +299,7 @@ func (s *Step) look(prev *Record, obs Observation, now metav1.Time) {
 	}
 	claimed := prev != nil && (rec.State == Pending || rec.State == InProgress)
 	if !obs.Update && !claimed {
-		s.Outcome, s.Save = OutcomeNotDeleting, prev != nil
+		s.Outcome = OutcomeNotDeleting
 		return
 	}
 	// The intent is recorded before the DELETE: the claim is already

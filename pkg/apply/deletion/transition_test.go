@@ -91,11 +91,11 @@ var transitionCases = []struct {
 	// Claim
 	{"an update claims a delete it has no record of", nil, obs(Claim, update, nil), want{Pending, OutcomeUnchanged, nil, nil}},
 	{"a claim records the UID of the object the update saw", nil, obs(Claim, update, present), want{Pending, OutcomeUnchanged, nil, nil}},
-	{"a claim leaves a pending record alone", record(Pending, "1", ""), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
-	{"a claim leaves an issued delete alone", record(InProgress, "1", "u1"), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
-	{"a claim leaves a completed delete to the walk, which asks anew", record(Completed, "1", "u1"), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
-	{"a claim leaves an absent record to the walk", record(Absent, "1", ""), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
-	{"a claim leaves an abandoned record to the walk", record(Abandoned, "1", ""), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
+	{"a claim leaves a pending record alone", record(Pending, "1", ""), obs(Claim, update, nil), want{Pending, OutcomeUnchanged, nil, nil}},
+	{"a claim leaves an issued delete alone", record(InProgress, "1", "u1"), obs(Claim, update, nil), want{InProgress, OutcomeUnchanged, nil, nil}},
+	{"a claim leaves a completed delete to the walk", record(Completed, "1", "u1"), obs(Claim, update, nil), want{Completed, OutcomeUnchanged, nil, nil}},
+	{"a claim leaves an absent record to the walk", record(Absent, "1", ""), obs(Claim, update, nil), want{Absent, OutcomeUnchanged, nil, nil}},
+	{"a claim leaves an abandoned record to the walk", record(Abandoned, "1", ""), obs(Claim, update, nil), want{Abandoned, OutcomeUnchanged, nil, nil}},
 
 	// Look
 	{"an update issues the delete of a present object", nil, obs(Look, update, present), want{Pending, OutcomeIssue, nil, nil}},
@@ -137,7 +137,7 @@ var transitionCases = []struct {
 	{"a refusal repeated by a later pass is not reported again", record(Refused, "2", "u1"), obs(Refuse, update, nil), want{Refused, OutcomeRefused, nil, nil}},
 
 	// A refused record meets every other observation
-	{"a claim leaves a refused record alone", record(Refused, "1", "u1"), obs(Claim, update, nil), want{"", OutcomeUnchanged, nil, nil}},
+	{"a claim leaves a refused record alone", record(Refused, "1", "u1"), obs(Claim, update, nil), want{Refused, OutcomeUnchanged, nil, nil}},
 	{"an update looks at the gate again for a refused delete", record(Refused, "2", "u1"), obs(Look, update, present), want{Refused, OutcomeIssue, nil, nil}},
 	{"a reconcile leaves a refused delete alone", record(Refused, "2", "u1"), obs(Look, reconcile, present), want{Refused, OutcomeNotDeleting, nil, nil}},
 	{"a refused delete whose object is gone is absent", record(Refused, "2", "u1"), obs(Look, reconcile, nil), want{Absent, OutcomeAbsent, []Transition{TransitionAlreadyDeleted}, nil}},
