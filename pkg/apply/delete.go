@@ -145,7 +145,6 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, rec deletion.Record) (deletion.Step, error) {
 	if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
 		te := taskError(m, "delete", err)
-		te.File = m.Position()
 		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error(), Detail: te.Message})), te
 	}
 	uid := rec.UID
@@ -165,7 +164,8 @@ func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient
 		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Fail, Reason: string(te.Reason), Message: te.Error(), Detail: err.Error()})), te
 	}
 	accepted := p.e.take(p.next(m, deletion.Observation{Kind: deletion.Accept}))
-	obj, gone := (*unstructured.Unstructured)(nil), answer == answerGone
+	var obj *unstructured.Unstructured
+	gone := answer == answerGone
 	if !gone {
 		obj, gone = p.awaitGone(ctx, rc, m.Obj.GetName(), uid, after)
 	}

@@ -82,10 +82,14 @@ func (e *TaskError) retryable() bool {
 	return true
 }
 
-// taskError wraps err for manifest m, classifying it unless it is already a TaskError.
+// taskError wraps err for manifest m, classifying it unless it is already a
+// TaskError; one that does not name its manifest's file gets m's.
 func taskError(m *payload.Manifest, action string, err error) *TaskError {
 	var te *TaskError
 	if errors.As(err, &te) {
+		if te.File == "" {
+			te.File = m.Position()
+		}
 		return te
 	}
 	return &TaskError{

@@ -258,9 +258,8 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	if err != nil {
 		return PlannedAction{Manifest: m}, err
 	}
-	prev, _ := p.e.ledger.Get(m.ID())
 	step := p.next(m, deletion.Observation{Kind: deletion.Look, Live: live})
-	a := deleteAction(m, p.opts.Mode, live, step, prev.Release)
+	a := deleteAction(m, p.opts.Mode, live, step)
 	if step.Outcome == deletion.OutcomeIssue {
 		if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
 			a.Action, a.Reason = PlanSkip, refusal(err)
@@ -270,16 +269,16 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 }
 
 // deleteAction maps the delete transition of m, in mode, to a planned
-// action; live is the object as read and claimedBy the release whose
-// update claimed the delete in the ledger, if any.
-func deleteAction(m *payload.Manifest, mode graph.Mode, live *unstructured.Unstructured, step deletion.Step, claimedBy string) PlannedAction {
+// action; live is the object as read. Outside an update, a delete is issued
+// only for a record an update claimed, whose release the record keeps.
+func deleteAction(m *payload.Manifest, mode graph.Mode, live *unstructured.Unstructured, step deletion.Step) PlannedAction {
 	a := PlannedAction{Manifest: m}
 	next := step.Record
 	switch step.Outcome {
 	case deletion.OutcomeIssue:
 		a.Action, a.Reason = PlanDelete, "present, "+holders(deletion.FinalizersOf(live))
-		if mode != graph.ModeUpdate && claimedBy != "" {
-			a.Reason += fmt.Sprintf("; the update to %s asked for it (ledger)", claimedBy)
+		if mode != graph.ModeUpdate && next.Release != "" {
+			a.Reason += fmt.Sprintf("; the update to %s asked for it (ledger)", next.Release)
 		}
 	case deletion.OutcomeOngoing:
 		a.Action = PlanDelete

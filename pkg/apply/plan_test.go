@@ -345,7 +345,7 @@ func TestDeleteActionCoversEveryOutcome(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			live := liveObject("u", false, "example.com/hold")
-			a := deleteAction(m, graph.ModeInstall, live, deletion.Step{Record: tc.next, Outcome: tc.outcome}, "")
+			a := deleteAction(m, graph.ModeInstall, live, deletion.Step{Record: tc.next, Outcome: tc.outcome})
 			if a.Action != tc.want || a.Reason != tc.reason {
 				t.Errorf("got %s %q, want %s %q", a.Action, a.Reason, tc.want, tc.reason)
 			}
