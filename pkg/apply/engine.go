@@ -249,6 +249,15 @@ func (e *Engine) Deletes(ctx context.Context, stuckAfter time.Duration) (deletio
 	return deletion.Summarize(e.ledger.All(), e.clock.Now(), stuckAfter), nil
 }
 
+// CarriedDeletes maps each object the ledger remembers to the releases
+// whose delete manifests named it, for acceptance (deletion.Carriers).
+func (e *Engine) CarriedDeletes(ctx context.Context) (map[payload.ObjectID][]string, error) {
+	if err := e.ledger.Load(ctx); err != nil {
+		return nil, err
+	}
+	return deletion.Carriers(e.ledger.All()), nil
+}
+
 // result assembles the pass's outcome.
 func (p *pass) result(walks graph.PassResult) *SyncResult {
 	r := &SyncResult{

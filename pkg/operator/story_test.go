@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -224,5 +225,54 @@ func TestSyncAnnouncesAnUnloadableTargetOnce(t *testing.T) {
 	wantEvents(t, c.takeEvents())
 	if c.statusWrites() != writes {
 		t.Errorf("an unchanged rejection wrote status %d times", c.statusWrites()-writes)
+	}
+}
+
+// TestSyncRefusesAMinorUpdateThatCarriesTheCurrentReleasesDeletes: seed
+// 002 lets a z-stream carry the delete manifests of the release it updates
+// from, and blocks a minor that still carries them, unless forced.
+func TestSyncRefusesAMinorUpdateThatCarriesTheCurrentReleasesDeletes(t *testing.T) {
+	root := t.TempDir()
+	keep := configMapManifest("keep")
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{
+		"0000_50_demo_00_keep.yaml": keep, "0000_50_demo_01_old.yaml": configMapManifest("old")})
+	deletes := map[string]string{"0000_50_demo_00_keep.yaml": keep, "0000_50_demo_01_old.yaml": configMapManifest("old", deleteAnnotation)}
+	payloadtest.WriteRelease(t, root, "1.0.1", []string{"1.0.0"}, deletes)
+	payloadtest.WriteRelease(t, root, "1.0.2", []string{"1.0.1"}, deletes)
+	deletes["0000_60_more_00_minor.yaml"] = configMapManifest("minor")
+	payloadtest.WriteRelease(t, root, "1.1.0", []string{"1.0.2"}, deletes)
+	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c.sync(t)
+	c.acceptUpdate(t, "1.0.1", "keep")
+	if c.exists("old") {
+		t.Fatal("1.0.1 must delete the ConfigMap")
+	}
+
+	t.Log("a z-stream that still carries the delete manifest is accepted; the object reads as already deleted")
+	c.acceptUpdate(t, "1.0.2", "keep")
+	c.takeEvents()
+
+	t.Log("a minor that still carries it is refused, naming the manifest, and nothing of it is applied")
+	c.request(t, "1.1.0")
+	out := c.sync(t)
+	if out.Refused == nil || out.Applied != "1.0.2" || c.exists("minor") {
+		t.Fatalf("refused %v, applied %q; want 1.1.0 refused and nothing of it applied", out.Refused, out.Applied)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks,
+		"DeleteManifestsCarriedAcrossMinor", "0000_50_demo_01_old.yaml:1 (ConfigMap/demo/old)", "that 1.0.2 carried")
+	wantEvents(t, c.takeEvents(), "Warning PreconditionBlock Update to 1.1.0 refused")
+
+	t.Log("forced, it is accepted and history records the risk")
+	if err := c.op.RequestRelease(context.Background(), "1.1.0", true); err != nil {
+		t.Fatal(err)
+	}
+	out = c.sync(t)
+	if out.Refused != nil || !c.exists("minor") {
+		t.Fatalf("a forced update must be applied: refused %v", out.Refused)
+	}
+	cv = c.clusterVersion(t)
+	if h := cv.Status.History[0]; h.Version != "1.1.0" || !strings.Contains(h.AcceptedRisks, "DeleteManifestsCarriedAcrossMinor") {
+		t.Errorf("history[0] = %s with accepted risks %q, want 1.1.0 naming the check", h.Version, h.AcceptedRisks)
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // ReasonUnknownError labels a failure that a check returned as a plain error;
@@ -34,6 +36,14 @@ type ReleaseContext struct {
 	// when it is nil, because a cluster without a ClusterVersion has nothing
 	// installed that an update could break.
 	ClusterVersion *configv1.ClusterVersion
+	// Release is the requested release as loaded, nil when it is not
+	// loaded; checks that read its manifests pass without it.
+	Release *payload.Release
+	// CarriedDeletes maps each object a delete manifest named to the
+	// releases whose passes carried that manifest, as the delete ledger
+	// remembers them (deletion.Carriers). It is cluster state, so that
+	// `apply` and `start` judge alike.
+	CarriedDeletes map[payload.ObjectID][]string
 }
 
 // Precondition is one acceptance check for a requested update.
@@ -72,9 +82,10 @@ func (e *Error) Unwrap() error { return e.Nested }
 type List []Precondition
 
 // DefaultList returns the checks the operator runs on every update request,
-// in the CVO's order: rollback, giant hop, then Upgradeable.
+// in the CVO's order: rollback, giant hop, then Upgradeable; then the
+// payload's own: delete manifests carried across a minor version.
 func DefaultList() List {
-	return List{Rollback{}, GiantHop{}, Upgradeable{}}
+	return List{Rollback{}, GiantHop{}, Upgradeable{}, CarriedDeletes{}}
 }
 
 // RunAll runs every check, in order, and returns every failure, so that one

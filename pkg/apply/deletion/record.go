@@ -62,6 +62,49 @@ type Record struct {
 	ReappearedAt      *metav1.Time `json:"reappearedAt,omitempty"`
 	// LastError is the most recent failure to issue the delete, if any.
 	LastError string `json:"lastError,omitempty"`
+	// CarriedBy lists the releases whose passes walked this delete
+	// manifest, most recent last, so that acceptance can tell whether the
+	// current release still carried it (see Carriers).
+	CarriedBy []string `json:"carriedBy,omitempty"`
+}
+
+// maxCarriers bounds CarriedBy: acceptance asks only about the last
+// completed release, which an update in flight pushes back by one.
+const maxCarriers = 4
+
+// carry returns carriers with release last, a new slice so that a record
+// copied from the ledger never shares its backing array.
+func carry(carriers []string, release string) []string {
+	if n := len(carriers); n > 0 && carriers[n-1] == release {
+		return carriers
+	}
+	out := make([]string, 0, len(carriers)+1)
+	for _, c := range carriers {
+		if c != release {
+			out = append(out, c)
+		}
+	}
+	out = append(out, release)
+	if len(out) > maxCarriers {
+		out = out[len(out)-maxCarriers:]
+	}
+	return out
+}
+
+// Carriers maps each object in recs to the releases whose delete
+// manifests named it, as far as the ledger remembers. A record written
+// before CarriedBy existed counts as carried by the release that claimed it.
+func Carriers(recs []Record) map[payload.ObjectID][]string {
+	out := make(map[payload.ObjectID][]string, len(recs))
+	for _, r := range recs {
+		switch {
+		case len(r.CarriedBy) > 0:
+			out[r.ID] = r.CarriedBy
+		case r.Release != "":
+			out[r.ID] = []string{r.Release}
+		}
+	}
+	return out
 }
 
 // Done reports whether the object is known to be gone.

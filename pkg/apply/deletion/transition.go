@@ -176,6 +176,11 @@ func Next(prev *Record, obs Observation) Step {
 	s := &Step{Record: rec, Outcome: OutcomeUnchanged}
 	s.observe(prev, obs)
 	s.Save = prev != nil || s.Record.State != ""
+	if s.Save && obs.Kind == Look && obs.Release != "" {
+		// Every walk of a delete manifest starts with a Look: the pass's
+		// release carries the manifest.
+		s.Record.CarriedBy = carry(s.Record.CarriedBy, obs.Release)
+	}
 	return *s
 }
 

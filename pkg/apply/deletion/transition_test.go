@@ -373,3 +373,56 @@ func TestSummarize(t *testing.T) {
 		t.Error("a reappeared object alone must not block")
 	}
 }
+
+// TestCarriedBy: a walk's Look records that its release carried the
+// delete manifest; Drop, Poll and Claim do not, and a walk that saves no
+// record remembers nothing.
+func TestCarriedBy(t *testing.T) {
+	prev := record(Completed, "1", "")
+	prev.CarriedBy = []string{"1.1.0", "1.1.1"}
+	for _, tc := range []struct {
+		name string
+		prev *Record
+		obs  Observation
+		want []string
+	}{
+		{"a first look starts the list", nil, obs(Look, update, nil), []string{"2"}},
+		{"a later release is added last", prev, obs(Look, reconcile, nil), []string{"1.1.0", "1.1.1", "2"}},
+		{"a drop is not carrying", prev, obs(Drop, update, nil), []string{"1.1.0", "1.1.1"}},
+		{"a poll is not carrying", prev, obs(Poll, reconcile, nil), []string{"1.1.0", "1.1.1"}},
+		{"a claim leaves it to the walk", prev, obs(Claim, update, nil), []string{"1.1.0", "1.1.1"}},
+		{"a walk that saves nothing remembers nothing", nil, obs(Look, reconcile, present), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			step := Next(tc.prev, tc.obs)
+			if !reflect.DeepEqual(step.Record.CarriedBy, tc.want) {
+				t.Errorf("CarriedBy = %v, want %v", step.Record.CarriedBy, tc.want)
+			}
+		})
+	}
+	if !reflect.DeepEqual(prev.CarriedBy, []string{"1.1.0", "1.1.1"}) {
+		t.Errorf("Next changed the previous record's CarriedBy: %v", prev.CarriedBy)
+	}
+}
+
+func TestCarryKeepsTheLastFourDistinctReleases(t *testing.T) {
+	var got []string
+	for _, r := range []string{"1", "2", "2", "3", "1", "4", "5"} {
+		got = carry(got, r)
+	}
+	if want := []string{"3", "1", "4", "5"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("carry = %v, want %v", got, want)
+	}
+}
+
+func TestCarriersFallsBackToTheClaimingRelease(t *testing.T) {
+	old := *record(Absent, "1.1.0", "")
+	current := *record(Completed, "1.1.0", "")
+	current.ID.Name = "y"
+	current.CarriedBy = []string{"1.1.1"}
+	got := Carriers([]Record{old, current})
+	want := map[payload.ObjectID][]string{old.ID: {"1.1.0"}, current.ID: {"1.1.1"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Carriers = %v, want %v", got, want)
+	}
+}
