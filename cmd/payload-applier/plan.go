@@ -13,7 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -23,6 +27,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
 // planOptions are the flags of `payload-applier plan`.
@@ -56,11 +61,17 @@ With --kubeconfig or $KUBECONFIG, plan compares with the cluster, read-only:
   already-deleted  a delete manifest's object is gone
   skip             as offline; in reconcile mode a delete is issued only if an
                    update claimed it in the delete ledger (--namespace)
+Against a cluster in update mode, plan also runs the operator's update
+preconditions and says whether the payload would be accepted as an update of
+the cluster's current release, and if not, why ("acceptance" in JSON; it is
+not checked offline, in other modes, or before a release has completed).
 Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
 server-side apply with dryRun=All, which the apiserver does not persist.
 
 --output json is a stable contract:
-  {"release": "<version>", "mode": "<mode>", "nodes": [
+  {"release": "<version>", "mode": "<mode>",
+   "acceptance": {"checked": <bool>, "accepted": <bool>, "message": "..."},
+   "nodes": [
     {"id": 0, "after": [<ids of the nodes that must finish first>],
      "tasks": [{"file": "...", "line": 1, "group": "...", "version": "...",
                 "kind": "...", "namespace": "...", "name": "...",
@@ -122,16 +133,18 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 		return withExitCode(exitUsage, err)
 	}
 	var plan *apply.Plan
+	acceptance := planAcceptance{Message: "not checked offline"}
 	if cfg == nil {
 		plan = apply.PlanOffline(rel, opts)
 	} else {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if plan, err = o.planLive(ctx, cfg, rel, opts); err != nil {
+		if plan, acceptance, err = o.planLive(ctx, cfg, rel, opts); err != nil {
 			return err
 		}
 	}
 	doc := newPlanDoc(plan)
+	doc.Acceptance = acceptance
 	w := cmd.OutOrStdout()
 	switch o.output {
 	case "json":
@@ -180,14 +193,74 @@ func (o *planOptions) restConfig() (*rest.Config, error) {
 }
 
 // planLive plans against the cluster of cfg, through an engine whose delete
-// ledger is only ever loaded.
-func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, error) {
+// ledger is only ever loaded, and says whether an update would be accepted.
+func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, error) {
+	plan, e, err := o.planWithEngine(ctx, cfg, rel, opts)
+	if err != nil {
+		return nil, planAcceptance{}, err
+	}
+	acceptance, err := judgeUpdate(ctx, cfg, e, rel, opts.Mode)
+	if err != nil {
+		return nil, planAcceptance{}, withExitCode(exitFailed, fmt.Errorf("plan against %s failed:\n%w", cfg.Host, err))
+	}
+	return plan, acceptance, nil
+}
+
+// planAcceptance says whether the operator would accept the payload as an
+// update of the cluster: part of the JSON contract.
+type planAcceptance struct {
+	// Checked is false offline, outside update mode, and when the cluster
+	// has no completed release to update from.
+	Checked bool `json:"checked"`
+	// Accepted is true when the preconditions pass, or only warn.
+	Accepted bool `json:"accepted"`
+	// Message says why it was not checked, or what the checks found.
+	Message string `json:"message"`
+}
+
+// judgeUpdate runs the operator's acceptance checks on an update of the
+// cluster to rel, without requesting it.
+func judgeUpdate(ctx context.Context, cfg *rest.Config, e *apply.Engine, rel *payload.Release, mode graph.Mode) (planAcceptance, error) {
+	if mode != graph.ModeUpdate {
+		return planAcceptance{Message: fmt.Sprintf("not checked in %s mode", mode)}, nil
+	}
+	cc, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		return planAcceptance{}, err
+	}
+	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+		return planAcceptance{Message: "not checked: the cluster has no ClusterVersion, so applying the payload installs it"}, nil
+	}
+	if err != nil {
+		return planAcceptance{}, fmt.Errorf("read ClusterVersion version: %w", err)
+	}
+	current := precondition.LastCompletedVersion(cv.Status.History)
+	switch {
+	case current == "":
+		return planAcceptance{Message: "not checked: no release has completed yet, and an install runs no preconditions"}, nil
+	case cv.Status.Desired.Version == rel.Version:
+		return planAcceptance{Message: fmt.Sprintf("not checked: %s is already the cluster's target", rel.Version)}, nil
+	}
+	blocking, summary := precondition.Summarize(operator.CheckUpdate(ctx, e, cv, rel.Version, rel), false)
+	a := planAcceptance{Checked: true, Accepted: !blocking, Message: fmt.Sprintf("an update from %s to %s would be accepted", current, rel.Version)}
+	switch {
+	case blocking:
+		a.Message = fmt.Sprintf("an update from %s to %s would be refused (force would accept it): %v", current, rel.Version, summary)
+	case summary != nil:
+		a.Message = fmt.Sprintf("an update from %s to %s would be accepted with risks: %v", current, rel.Version, summary)
+	}
+	return a, nil
+}
+
+// planWithEngine makes the plan through an engine on cfg's cluster.
+func (o *planOptions) planWithEngine(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, *apply.Engine, error) {
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, withExitCode(exitUsage, err)
+		return nil, nil, withExitCode(exitUsage, err)
 	}
 	if _, err := disc.ServerVersion(); err != nil {
-		return nil, withExitCode(exitUsage, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err))
+		return nil, nil, withExitCode(exitUsage, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err))
 	}
 	// opts.Self names the ledger in --namespace; plan only ever loads it.
 	e, err := apply.NewForConfig(cfg, apply.Config{
@@ -195,7 +268,7 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 		Self:   opts.Self,
 	})
 	if err != nil {
-		return nil, withExitCode(exitUsage, err)
+		return nil, nil, withExitCode(exitUsage, err)
 	}
 	plan, err := e.Plan(ctx, rel, opts)
 	if err != nil {
@@ -203,18 +276,19 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 		if r := apply.ReasonFor(err); r == apply.ReasonClusterDown || r == apply.ReasonUnauthorized {
 			code = exitUsage
 		}
-		return nil, withExitCode(code, fmt.Errorf("plan against %s failed:\n%w", cfg.Host, err))
+		return nil, nil, withExitCode(code, fmt.Errorf("plan against %s failed:\n%w", cfg.Host, err))
 	}
-	return plan, nil
+	return plan, e, nil
 }
 
 // planDoc is the output of `plan -o json`, a contract other tools read: the
 // keys are never renamed or dropped, and lists are never null. planLong
 // documents it; text and dot render the same nodes.
 type planDoc struct {
-	Release string     `json:"release"`
-	Mode    string     `json:"mode"`
-	Nodes   []planNode `json:"nodes"`
+	Release    string         `json:"release"`
+	Mode       string         `json:"mode"`
+	Acceptance planAcceptance `json:"acceptance"`
+	Nodes      []planNode     `json:"nodes"`
 
 	steps [][]int // the apply graph's Steps; apply node ids are positions in Nodes
 }
@@ -343,6 +417,8 @@ func (d planDoc) text(live bool) string {
 	fmt.Fprintf(&b, "Release %s, %s mode, planned %s: %s: %s\n", d.Release, d.Mode, where, countNoun(len(all), "manifest"), counts(all))
 	if !live {
 		b.WriteString("Offline, \"apply\" stands for create, update or unchanged; pass --kubeconfig to compare with a cluster.\n")
+	} else {
+		fmt.Fprintf(&b, "Acceptance: %s\n", d.Acceptance.Message)
 	}
 	fmt.Fprintf(&b, "\nApply walk: %s in %s; the nodes of a step may run in parallel\n", countNoun(len(d.walk(walkApply)), "node"), countNoun(len(d.steps), "step"))
 	for s, ids := range d.steps {

@@ -229,7 +229,10 @@ func TestPlanRealPayloadOffline(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 				t.Fatalf("output is not JSON: %v", err)
 			}
-			requireKeys(t, "plan", doc, "release", "mode", "nodes")
+			requireKeys(t, "plan", doc, "release", "mode", "acceptance", "nodes")
+			if acc, _ := doc["acceptance"].(map[string]any); acc["checked"] != false || acc["message"] != "not checked offline" {
+				t.Errorf("acceptance = %v, want it unchecked offline", doc["acceptance"])
+			}
 			if doc["release"] != all.Version || doc["mode"] != mode {
 				t.Errorf("release %v mode %v, want %s %s", doc["release"], doc["mode"], all.Version, mode)
 			}

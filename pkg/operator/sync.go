@@ -152,7 +152,7 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	}
 	if precondition.LastCompletedVersion(status.History) != "" {
 		force := cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
-		errs := o.checkPreconditions(ctx, cv, out.Target, rel)
+		errs := CheckUpdate(ctx, o.engine, cv, out.Target, rel)
 		blocking, summary := precondition.Summarize(errs, force)
 		if blocking {
 			out.Refused = summary
@@ -170,21 +170,6 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	status.Conditions = setCondition(status.Conditions, accepted, now)
 	o.recorder.Event(o.cvRef, corev1.EventTypeNormal, "UpdateAccepted", fmt.Sprintf("Accepted release %s", rel.Version))
 	return rel
-}
-
-// checkPreconditions runs every acceptance check on the loaded target.
-// A ledger that cannot be read fails the carried-deletes check rather than
-// passing it unseen; force still overrides it.
-func (o *Operator) checkPreconditions(ctx context.Context, cv *configv1.ClusterVersion, target string, rel *payload.Release) []error {
-	rc := precondition.ReleaseContext{DesiredVersion: target, ClusterVersion: cv, Release: rel}
-	carried, err := o.engine.CarriedDeletes(ctx)
-	rc.CarriedDeletes = carried
-	errs := precondition.DefaultList().RunAll(ctx, rc)
-	if err != nil {
-		errs = append(errs, &precondition.Error{Nested: err, Name: precondition.NameCarriedDeletes, Reason: precondition.ReasonUnknownError,
-			Message: fmt.Sprintf("cannot tell which delete manifests the current release carried: %v", err)})
-	}
-	return errs
 }
 
 // rejectTarget sets ReleaseAccepted=False and records a warning Event only
