@@ -5,6 +5,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -70,6 +71,10 @@ type Config struct {
 	// Identity names this instance in leader election and Events; it must
 	// differ between instances. Default: the host name and a random suffix.
 	Identity string
+
+	// eventTally, set by NewForConfig with the broadcaster it makes, lets
+	// Shutdown wait for the Events still on their way.
+	eventTally *eventTally
 }
 
 // setDefaults fills the zero fields that have defaults. It is idempotent,
@@ -182,7 +187,11 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Operator, error) {
 		if cfg.EventBroadcaster == nil {
 			cfg.EventBroadcaster = record.NewBroadcaster()
 		}
-		cfg.Recorder = cfg.EventBroadcaster.NewRecorder(eventScheme(), corev1.EventSource{Component: "payload-applier", Host: cfg.Identity})
+		cfg.eventTally = &eventTally{}
+		cfg.Recorder = countingRecorder{
+			EventRecorder: cfg.EventBroadcaster.NewRecorder(eventScheme(), corev1.EventSource{Component: "payload-applier", Host: cfg.Identity}),
+			tally:         cfg.eventTally,
+		}
 	}
 	if cfg.Engine == nil {
 		self := apply.DefaultSelf()
@@ -205,16 +214,26 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Operator, error) {
 // StartEvents sends recorded Events to the cluster until Shutdown. Without
 // an EventBroadcaster the Recorder delivers them itself.
 func (o *Operator) StartEvents() {
-	if o.events != nil {
-		o.events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: o.kube.CoreV1().Events(o.cfg.Namespace)})
+	if o.events == nil {
+		return
 	}
+	var sink record.EventSink = &typedcorev1.EventSinkImpl{Interface: o.kube.CoreV1().Events(o.cfg.Namespace)}
+	if o.cfg.eventTally != nil {
+		sink = countingSink{EventSink: sink, tally: o.cfg.eventTally}
+	}
+	o.events.StartRecordingToSink(sink)
 }
 
-// Shutdown flushes and stops the event broadcaster, if any.
+// Shutdown waits, for a bounded time, until the Events recorded so far
+// are written, then stops the event broadcaster, if any.
 func (o *Operator) Shutdown() {
-	if o.events != nil {
-		o.events.Shutdown()
+	if o.events == nil {
+		return
 	}
+	if o.cfg.eventTally != nil {
+		o.cfg.eventTally.wait(context.Background(), eventFlushTimeout)
+	}
+	o.events.Shutdown()
 }
 
 // Engine returns the apply engine, shared with the CLI.
