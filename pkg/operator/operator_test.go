@@ -108,12 +108,14 @@ func TestUpgradeable(t *testing.T) {
 			configv1.ConditionFalse, ReasonOperatorsNotUpgrade, []string{"etcd", "defragmenting"}},
 		{"unmanaged overrides block", deletion.Summary{}, nil, []configv1.ComponentOverride{{Kind: "Deployment", Name: "x", Unmanaged: true}},
 			configv1.ConditionFalse, precondition.ReasonClusterVersionOverridesSet, []string{"Please remove overrides before continuing."}},
+		{"a reappeared object blocks nothing, and is warned of", deletion.Summary{Reappeared: []deletion.Record{rec("back", deletion.Completed, "")}}, nil, nil,
+			configv1.ConditionTrue, ReasonAsExpected, []string{"Minor and major version updates are allowed.", "Warning: reappeared after their delete, left in place and never deleted again: ConfigMap/ns/back"}},
 		{"several sources give MultipleReasons", deletion.Summary{InProgress: []deletion.Record{rec("x", deletion.InProgress, "")}}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
 			configv1.ConditionFalse, ReasonMultipleReasons, []string{"in progress", "etcd"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := upgradeableCondition(upgradeableBlockers(tt.deletes, tt.operators, tt.overrides))
+			c := upgradeableCondition(upgradeableBlockers(tt.deletes, tt.operators, tt.overrides), tt.deletes.Reappeared)
 			if c.Status != tt.status || c.Reason != tt.reason {
 				t.Fatalf("got %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, tt.status, tt.reason)
 			}

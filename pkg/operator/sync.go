@@ -190,7 +190,7 @@ func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersi
 	if err == nil {
 		items = cos.Items
 	}
-	c := upgradeableCondition(upgradeableBlockers(deletes, items, cv.Spec.Overrides))
+	c := upgradeableCondition(upgradeableBlockers(deletes, items, cv.Spec.Overrides), deletes.Reappeared)
 	cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)
 	out.Upgradeable = c
 	if o.metrics != nil {

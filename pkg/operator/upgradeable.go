@@ -88,8 +88,18 @@ func upgradeableBlockers(deletes deletion.Summary, operators []configv1.ClusterO
 	return out
 }
 
-// upgradeableCondition folds the blockers into one condition.
-func upgradeableCondition(blockers []upgradeableBlocker) configv1.ClusterOperatorStatusCondition {
+// upgradeableCondition folds the blockers into one condition. Objects
+// that reappeared after their delete block nothing, but the message warns
+// of them: they are left in place and never deleted again.
+func upgradeableCondition(blockers []upgradeableBlocker, reappeared []deletion.Record) configv1.ClusterOperatorStatusCondition {
+	c := foldBlockers(blockers)
+	if len(reappeared) > 0 {
+		c.Message += "\nWarning: reappeared after their delete, left in place and never deleted again: " + describeRecords(reappeared, false)
+	}
+	return c
+}
+
+func foldBlockers(blockers []upgradeableBlocker) configv1.ClusterOperatorStatusCondition {
 	c := configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorUpgradeable}
 	switch len(blockers) {
 	case 0:
