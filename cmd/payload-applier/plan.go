@@ -57,7 +57,9 @@ With --kubeconfig or $KUBECONFIG, plan compares with the cluster, read-only:
   unchanged        the object holds what the manifest sets, or it is
                    create-only and exists
   delete           a delete manifest's object exists; the reason says whether
-                   it is terminating and which finalizers hold it
+                   it is terminating and which finalizers hold it, and for a
+                   Namespace or CRD, how many objects per kind that the
+                   payload does not manage go with it
   already-deleted  a delete manifest's object is gone
   skip             as offline; in reconcile mode a delete is issued only if an
                    update claimed it in the delete ledger (--namespace)

@@ -40,21 +40,27 @@ func writeRecorder(t *testing.T, store deletion.Store, objs ...runtime.Object) (
 			return false, nil, nil
 		}
 		writes = append(writes, a)
-		if pa, ok := a.(clienttesting.PatchActionImpl); ok && pa.PatchType == types.ApplyPatchType {
-			obj := &unstructured.Unstructured{}
-			if err := obj.UnmarshalJSON(pa.Patch); err != nil {
-				return true, nil, err
-			}
-			obj.SetResourceVersion("9")
-			return true, obj, nil
-		}
-		return false, nil, nil
+		return answerApplyPatches(a)
 	})
 	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: store})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e, &writes
+}
+
+// answerApplyPatches answers a server-side apply with the object as sent,
+// which the fake dynamic client cannot do.
+func answerApplyPatches(a clienttesting.Action) (bool, runtime.Object, error) {
+	if pa, ok := a.(clienttesting.PatchActionImpl); ok && pa.PatchType == types.ApplyPatchType {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(pa.Patch); err != nil {
+			return true, nil, err
+		}
+		obj.SetResourceVersion("9")
+		return true, obj, nil
+	}
+	return false, nil, nil
 }
 
 func TestCreatesArePOSTs(t *testing.T) {

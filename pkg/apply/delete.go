@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
@@ -71,7 +72,7 @@ func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 	step := p.e.take(p.next(m, deletion.Observation{Kind: deletion.Look, Live: live}))
 	issued := step.Outcome == deletion.OutcomeIssue
 	if issued {
-		step, err = p.issue(ctx, m, rc, step.Record)
+		step, err = p.issue(ctx, m, rc, live, step.Record)
 	}
 	rec := step.Record
 	switch step.Outcome {
@@ -138,14 +139,18 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 
 // issue sends the DELETE the transition asked for, with a UID precondition
 // so that a recreated object is never the one removed, and watches briefly
-// for the object to vanish. rec is the record the transition stored; no
+// for the object to vanish. live is the object as the walk read it; rec is
+// the record the transition stored; no
 // save comes before the DELETE: the claim is already stored, and after a
 // crash the object itself shows what happened. It returns the last step
 // and, for a failed step, the error.
-func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, rec deletion.Record) (deletion.Step, error) {
+func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured, rec deletion.Record) (deletion.Step, error) {
 	if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
 		te := taskError(m, "delete", err)
 		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error(), Detail: te.Message})), te
+	}
+	if destructive(m) {
+		p.announceContents(ctx, m, live)
 	}
 	uid := rec.UID
 	answer, after, err := p.deleteObject(ctx, rc, m.Obj.GetName(), metav1.DeleteOptions{
@@ -173,6 +178,20 @@ func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient
 		return accepted, nil // never seen after the DELETE: nothing new to record
 	}
 	return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Settle, Live: obj})), nil
+}
+
+// announceContents records an Event naming what deleting m's Namespace or
+// CRD takes with it, before the DELETE goes out. Counting never holds the
+// delete back: the payload asked for it, and lint warned of it.
+func (p *pass) announceContents(ctx context.Context, m *payload.Manifest, live *unstructured.Unstructured) {
+	c, err := p.e.contents(ctx, p.rel, m, live)
+	if err != nil {
+		klog.FromContext(ctx).Info("Counting what a delete takes with it failed", "object", m.ID(), "err", err)
+		return
+	}
+	if c.Total() > 0 {
+		p.e.warn(ReasonDeleteTakesObjects, fmt.Sprintf("Deleting %s (%s) also deletes %s.", m.ID(), m.Position(), c))
+	}
 }
 
 // awaitGone polls until the object with uid is gone or the settle time ends.

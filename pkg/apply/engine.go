@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -43,6 +44,9 @@ type Config struct {
 	// Mapper resolves kinds to resources. It is reset when a kind does not
 	// resolve, so that a custom resource applies once its CRD is Established.
 	Mapper meta.ResettableRESTMapper
+	// Discovery, when set, lists the namespaced resources, so that a
+	// Namespace delete can say what it takes with it (Contents).
+	Discovery discovery.DiscoveryInterface
 	// Ledger persists delete records across restarts.
 	Ledger deletion.Store
 	// Self names the applier's own objects, which are never deleted.
@@ -64,6 +68,7 @@ type Config struct {
 type Engine struct {
 	dynamic   dynamic.Interface
 	rest      rest.Interface
+	discovery discovery.DiscoveryInterface
 	mapper    *mapper
 	ledger    *deletion.Ledger
 	protected map[payload.ObjectID]string
@@ -115,6 +120,7 @@ func New(cfg Config) (*Engine, error) {
 	return &Engine{
 		dynamic:       cfg.Dynamic,
 		rest:          cfg.REST,
+		discovery:     cfg.Discovery,
 		mapper:        newMapper(cfg.Mapper, cfg.Clock),
 		ledger:        deletion.NewLedger(cfg.Ledger),
 		protected:     cfg.Self.protectedSet(),

@@ -13,8 +13,8 @@ import (
 
 // NewForConfig builds an Engine on the cluster rc points at, filling what
 // cfg leaves unset: the dynamic client, the REST client that sends
-// DELETEs, a cached discovery RESTMapper and the ConfigMap ledger that
-// cfg.Self names.
+// DELETEs, discovery, a cached discovery RESTMapper and the ConfigMap
+// ledger that cfg.Self names.
 func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 	if cfg.Dynamic == nil {
 		dyn, err := dynamic.NewForConfig(rc)
@@ -30,12 +30,17 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 	if cfg.REST == nil {
 		cfg.REST = kube.CoreV1().RESTClient()
 	}
-	if cfg.Mapper == nil {
+	if cfg.Mapper == nil || cfg.Discovery == nil {
 		disc, err := discovery.NewDiscoveryClientForConfig(rc)
 		if err != nil {
 			return nil, err
 		}
-		cfg.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+		if cfg.Discovery == nil {
+			cfg.Discovery = disc
+		}
+		if cfg.Mapper == nil {
+			cfg.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+		}
 	}
 	if cfg.Ledger == nil {
 		self := cfg.Self.withDefaults()

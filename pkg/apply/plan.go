@@ -263,6 +263,13 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	if step.Outcome == deletion.OutcomeIssue {
 		if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
 			a.Action, a.Reason = PlanSkip, refusal(err)
+		} else if destructive(m) {
+			switch c, err := p.e.contents(ctx, p.rel, m, live); {
+			case err != nil:
+				a.Reason += fmt.Sprintf("; what it takes with it is unknown: %v", err)
+			case c.Total() > 0:
+				a.Reason += "; takes with it " + c.String()
+			}
 		}
 	}
 	return a, nil

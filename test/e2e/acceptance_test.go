@@ -8,7 +8,11 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/payload-applier/payload-applier/test/cluster"
 )
 
 // TestMinorUpdateCarryingTheCurrentReleasesDeletesIsRefused follows seed
@@ -117,4 +121,66 @@ func hasEvent(t testing.TB, reason, fragment string, since metav1.Time) bool {
 		}
 	}
 	return false
+}
+
+// TestANamespaceDeleteSaysWhatItTakesWithIt: before the DELETE of a
+// Namespace, plan and the Event on the ClusterVersion count, per kind, the
+// objects in it that the payload does not manage, listed in pages.
+func TestANamespaceDeleteSaysWhatItTakesWithIt(t *testing.T) {
+	bin, c, _ := newCLITest(t)
+	doomed := uniqueName(t, "doomed")
+	namespace := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + doomed + "\n  annotations:\n    " + include + "\n"
+	owned := configMap(doomed, "owned", "x")
+	v100 := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_ns.yaml": namespace, "0000_50_demo_01_owned.yaml": owned})
+	v101 := writePayload(t, "1.0.1", map[string]string{"0000_50_demo_00_ns.yaml": withDelete(namespace), "0000_50_demo_01_owned.yaml": withDelete(owned)})
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"user-a", "user-b"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: doomed}}
+		if _, err := c.kube.CoreV1().ConfigMaps(doomed).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "user-s", Namespace: doomed}}
+	if _, err := c.kube.CoreV1().Secrets(doomed).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// kube-controller-manager adds a ConfigMap and a ServiceAccount to every namespace.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, saErr := c.kube.CoreV1().ServiceAccounts(doomed).Get(ctx, "default", metav1.GetOptions{})
+		_, cmErr := c.kube.CoreV1().ConfigMaps(doomed).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		return saErr == nil && cmErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the namespace's default ServiceAccount and root CA never appeared: %v", err)
+	}
+	want := "the payload does not manage: 3 ConfigMap, 1 Secret, 1 ServiceAccount"
+
+	code, stdout, stderr := runCLI(t, bin, "plan", "--payload", v101)
+	if code != 0 || !strings.Contains(stdout, "takes with it 5 objects "+want) {
+		t.Fatalf("plan must count what the Namespace delete takes: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	mark := auditMark(t)
+	since := metav1.NewTime(time.Now().Truncate(time.Second))
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101); code != 0 {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !hasEvent(t, "DeleteTakesObjects", "Deleting Namespace/"+doomed+" (0000_50_demo_00_ns.yaml:1) also deletes 5 objects "+want, since) {
+		t.Error("no DeleteTakesObjects Event naming what the delete takes")
+	}
+	events, err := testCluster.AuditEventsSince(mark)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := cluster.FilterAudit(events, cluster.AuditFilter{Verb: "list", Resource: "secrets", Namespace: doomed})
+	if len(lists) == 0 {
+		t.Fatal("the Namespace's Secrets were never listed")
+	}
+	for _, l := range lists {
+		if !strings.Contains(l.RequestURI, "limit=500") {
+			t.Errorf("an unpaged LIST: %s", l.RequestURI)
+		}
+	}
 }

@@ -1,0 +1,191 @@
+package apply
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// ReasonDeleteTakesObjects is the Event that names, before the DELETE, what
+// a Namespace or CRD delete takes with it.
+const ReasonDeleteTakesObjects = "DeleteTakesObjects"
+
+const (
+	// contentsPageSize bounds each LIST of a destructive delete's contents.
+	contentsPageSize = 500
+	// contentsNamed bounds the objects a report names; it counts them all.
+	contentsNamed = 10
+)
+
+// Contents is what deleting a Namespace or a CustomResourceDefinition takes
+// with it that no manifest of the payload names (creates or deletes): the
+// objects in the namespace, or the custom resources the CRD serves.
+type Contents struct {
+	// ByKind counts the objects of each kind.
+	ByKind map[string]int
+	// Named lists the first objects found, at most contentsNamed.
+	Named []string
+	// Partial is set when some resources could not be listed; the counts
+	// are then a lower bound.
+	Partial bool
+}
+
+// Total counts every object.
+func (c Contents) Total() int {
+	n := 0
+	for _, k := range c.ByKind {
+		n += k
+	}
+	return n
+}
+
+// String is "12 objects the payload does not manage: 7 ConfigMap, 5
+// Secret (ConfigMap/ns/a, ...)", kinds by count, most first.
+func (c Contents) String() string {
+	kinds := make([]string, 0, len(c.ByKind))
+	for k := range c.ByKind {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(c.ByKind[b]-c.ByKind[a], strings.Compare(a, b)) })
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%d %s", c.ByKind[k], k)
+	}
+	total := c.Total()
+	noun := "objects"
+	if total == 1 {
+		noun = "object"
+	}
+	s := fmt.Sprintf("%d %s the payload does not manage: %s", total, noun, strings.Join(parts, ", "))
+	if c.Partial {
+		s = "at least " + s
+	}
+	if len(c.Named) > 0 {
+		s += " (" + strings.Join(c.Named, ", ")
+		if total > len(c.Named) {
+			s += ", …"
+		}
+		s += ")"
+	}
+	return s
+}
+
+// destructive reports whether deleting m's object deletes other objects
+// with it: a Namespace its contents, a CRD its custom resources.
+func destructive(m *payload.Manifest) bool {
+	id := m.ID()
+	return (id.Group == "" && id.Kind == "Namespace") ||
+		(id.Group == "apiextensions.k8s.io" && id.Kind == "CustomResourceDefinition")
+}
+
+// contents lists, page by page, what deleting live (the object m names)
+// would take with it, leaving out the objects rel names. It knows nothing
+// of a kind that is not destructive, and of a namespace's contents without
+// discovery.
+func (e *Engine) contents(ctx context.Context, rel *payload.Release, m *payload.Manifest, live *unstructured.Unstructured) (Contents, error) {
+	c := Contents{ByKind: map[string]int{}}
+	named := map[payload.ObjectID]bool{}
+	for _, other := range rel.Manifests {
+		named[other.ID()] = true
+	}
+	count := func(group, kind string, obj *unstructured.Unstructured) {
+		id := payload.ObjectID{Group: group, Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+		if named[id] {
+			return
+		}
+		c.ByKind[kind]++
+		if len(c.Named) < contentsNamed {
+			c.Named = append(c.Named, id.String())
+		}
+	}
+	id := m.ID()
+	switch {
+	case id.Kind == "Namespace":
+		if e.discovery == nil {
+			return c, nil
+		}
+		lists, err := discovery.ServerPreferredNamespacedResources(e.discovery)
+		if err != nil {
+			if !discovery.IsGroupDiscoveryFailedError(err) {
+				return c, fmt.Errorf("discover namespaced resources: %w", err)
+			}
+			c.Partial = true
+		}
+		for _, list := range lists {
+			gv, err := schema.ParseGroupVersion(list.GroupVersion)
+			if err != nil {
+				continue
+			}
+			for _, r := range list.APIResources {
+				if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" {
+					continue
+				}
+				err := listPages(ctx, e.dynamic.Resource(gv.WithResource(r.Name)).Namespace(id.Name), func(obj *unstructured.Unstructured) {
+					count(gv.Group, r.Kind, obj)
+				})
+				if err != nil {
+					c.Partial = true
+				}
+			}
+		}
+	case destructive(m) && live != nil:
+		group, _, _ := unstructured.NestedString(live.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(live.Object, "spec", "names", "plural")
+		kind, _, _ := unstructured.NestedString(live.Object, "spec", "names", "kind")
+		version := servedVersion(live)
+		if group == "" || plural == "" || version == "" {
+			return c, nil
+		}
+		err := listPages(ctx, e.dynamic.Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: plural}), func(obj *unstructured.Unstructured) {
+			count(group, kind, obj)
+		})
+		if err != nil {
+			return c, fmt.Errorf("list %s.%s: %w", plural, group, err)
+		}
+	}
+	return c, nil
+}
+
+// servedVersion is the CRD's storage version, or its first served one.
+func servedVersion(crd *unstructured.Unstructured) string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	first := ""
+	for _, v := range versions {
+		vm, _ := v.(map[string]any)
+		name, _ := vm["name"].(string)
+		if storage, _ := vm["storage"].(bool); storage {
+			return name
+		}
+		if served, _ := vm["served"].(bool); served && first == "" {
+			first = name
+		}
+	}
+	return first
+}
+
+// listPages lists every object of r, contentsPageSize at a time.
+func listPages(ctx context.Context, r dynamic.ResourceInterface, each func(*unstructured.Unstructured)) error {
+	opts := metav1.ListOptions{Limit: contentsPageSize}
+	for {
+		list, err := r.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			each(&list.Items[i])
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
+}
