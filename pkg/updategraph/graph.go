@@ -1,0 +1,213 @@
+// Package updategraph reads and edits release update graphs in the
+// Cincinnati JSON format: nodes (a version, its payload and string
+// metadata) and edges (index pairs, from the older release to the one it
+// updates to). The operator reads a graph to offer updates and to learn
+// which releases are deprecated; `payload-applier update-graph` edits one
+// for release engineers. It knows nothing of clusters.
+package updategraph
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/blang/semver/v4"
+)
+
+// Node metadata keys, as Cincinnati and the CVO name them.
+const (
+	// DeprecatedKey marks a deprecated release; its value is the message
+	// shown to clusters that run it.
+	DeprecatedKey = "io.openshift.upgrades.graph.release.deprecated"
+	// ChannelsKey lists the channels a release is in, comma-separated.
+	ChannelsKey = "io.openshift.upgrades.graph.release.channels"
+)
+
+// MaxGraphBytes bounds a graph read from a file or a server.
+const MaxGraphBytes = 32 << 20
+
+// Graph is an update graph.
+type Graph struct {
+	Nodes []Node   `json:"nodes"`
+	Edges [][2]int `json:"edges"`
+	// ConditionalEdges are kept as read and written back unchanged; the
+	// operator does not evaluate them.
+	ConditionalEdges json.RawMessage `json:"conditionalEdges,omitempty"`
+}
+
+// Node is one release.
+type Node struct {
+	Version  string            `json:"version"`
+	Payload  string            `json:"payload"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Deprecation returns the node's deprecation message and whether it is
+// deprecated. An empty message still deprecates.
+func (n Node) Deprecation() (string, bool) {
+	msg, ok := n.Metadata[DeprecatedKey]
+	return msg, ok
+}
+
+// Channels lists the node's channels.
+func (n Node) Channels() []string {
+	var out []string
+	for _, c := range strings.Split(n.Metadata[ChannelsKey], ",") {
+		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (n *Node) setChannels(channels []string) {
+	if len(channels) == 0 {
+		delete(n.Metadata, ChannelsKey)
+		return
+	}
+	if n.Metadata == nil {
+		n.Metadata = map[string]string{}
+	}
+	n.Metadata[ChannelsKey] = strings.Join(channels, ",")
+}
+
+// Parse reads a graph of at most MaxGraphBytes and checks that it is well
+// formed: every version a unique Semantic Version, every edge between two
+// nodes. It names the first problem.
+func Parse(r io.Reader) (*Graph, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxGraphBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxGraphBytes {
+		return nil, fmt.Errorf("the graph is larger than %d MiB", MaxGraphBytes>>20)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var g Graph
+	if err := dec.Decode(&g); err != nil {
+		return nil, fmt.Errorf("not a Cincinnati graph: %w", err)
+	}
+	if g.Nodes == nil {
+		return nil, errors.New(`not a Cincinnati graph: no "nodes"`)
+	}
+	seen := map[string]int{}
+	for i, n := range g.Nodes {
+		if _, err := semver.Parse(n.Version); err != nil {
+			return nil, fmt.Errorf("node %d: version %q is not a Semantic Version", i, n.Version)
+		}
+		if j, dup := seen[n.Version]; dup {
+			return nil, fmt.Errorf("nodes %d and %d both have version %s", j, i, n.Version)
+		}
+		seen[n.Version] = i
+	}
+	for i, e := range g.Edges {
+		if e[0] < 0 || e[0] >= len(g.Nodes) || e[1] < 0 || e[1] >= len(g.Nodes) {
+			return nil, fmt.Errorf("edge %d [%d, %d] names a node that does not exist (%d nodes)", i, e[0], e[1], len(g.Nodes))
+		}
+		if e[0] == e[1] {
+			return nil, fmt.Errorf("edge %d updates %s to itself", i, g.Nodes[e[0]].Version)
+		}
+	}
+	if g.Edges == nil {
+		g.Edges = [][2]int{}
+	}
+	return &g, nil
+}
+
+// Encode writes the graph as indented JSON.
+func (g *Graph) Encode(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(g)
+}
+
+// Find returns the index of the node with version, or -1.
+func (g *Graph) Find(version string) int {
+	for i, n := range g.Nodes {
+		if n.Version == version {
+			return i
+		}
+	}
+	return -1
+}
+
+// HasChannels reports whether any node names its channels; a graph
+// without channel metadata is taken to be one channel's, as a server
+// answers a query for a channel.
+func (g *Graph) HasChannels() bool {
+	for _, n := range g.Nodes {
+		if len(n.Channels()) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// InChannel returns the part of the graph in channel: its nodes and the
+// edges between them. A graph without channel metadata is returned whole.
+func (g *Graph) InChannel(channel string) *Graph {
+	if !g.HasChannels() {
+		return g
+	}
+	out := &Graph{Nodes: []Node{}, Edges: [][2]int{}, ConditionalEdges: g.ConditionalEdges}
+	index := map[int]int{}
+	for i, n := range g.Nodes {
+		if slices.Contains(n.Channels(), channel) {
+			index[i] = len(out.Nodes)
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	for _, e := range g.Edges {
+		from, okFrom := index[e[0]]
+		to, okTo := index[e[1]]
+		if okFrom && okTo {
+			out.Edges = append(out.Edges, [2]int{from, to})
+		}
+	}
+	return out
+}
+
+// Updates lists the releases version may update to, newest first, leaving
+// out deprecated ones: nothing updates to a deprecated release. found is
+// false when version is not in the graph.
+func (g *Graph) Updates(version string) (updates []Node, found bool) {
+	from := g.Find(version)
+	if from < 0 {
+		return nil, false
+	}
+	for _, e := range g.Edges {
+		if e[0] != from {
+			continue
+		}
+		if _, deprecated := g.Nodes[e[1]].Deprecation(); !deprecated {
+			updates = append(updates, g.Nodes[e[1]])
+		}
+	}
+	sortNewestFirst(updates)
+	return updates, true
+}
+
+// Deprecations maps every deprecated release of the graph to its message.
+func (g *Graph) Deprecations() map[string]string {
+	out := map[string]string{}
+	for _, n := range g.Nodes {
+		if msg, ok := n.Deprecation(); ok {
+			out[n.Version] = msg
+		}
+	}
+	return out
+}
+
+func sortNewestFirst(nodes []Node) {
+	sort.SliceStable(nodes, func(i, j int) bool {
+		a, _ := semver.Parse(nodes[i].Version)
+		b, _ := semver.Parse(nodes[j].Version)
+		return a.GT(b)
+	})
+}
