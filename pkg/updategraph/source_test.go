@@ -1,0 +1,86 @@
+package updategraph
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+const smallGraph = `{"nodes": [{"version": "1.0.0", "payload": "r:1.0.0"}, {"version": "1.0.1", "payload": "r:1.0.1"}], "edges": [[0, 1]]}`
+
+var quick = &wait.Backoff{Steps: 3, Duration: time.Millisecond, Factor: 1}
+
+func TestHTTPSource(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answers  []int
+		body     string
+		reason   string
+		requests int
+	}{
+		{"a graph", []int{200}, smallGraph, "", 1},
+		{"server errors are retried", []int{500, 503, 200}, smallGraph, "", 3},
+		{"a client error is not", []int{404}, smallGraph, ReasonRemoteFailed, 1},
+		{"retries run out", []int{500, 500, 500}, smallGraph, ReasonRemoteFailed, 3},
+		{"an invalid answer", []int{200}, `{"nodes": 3}`, ReasonResponseInvalid, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			requests := 0
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Query().Get("channel") != "stable-1.0" || r.URL.Query().Get("version") != "1.0.0" || r.Header.Get("Accept") != "application/json" {
+					t.Errorf("request %s lacks the channel, version or Accept header", r.URL)
+				}
+				code := tc.answers[min(requests, len(tc.answers)-1)]
+				requests++
+				w.WriteHeader(code)
+				_, _ = w.Write([]byte(tc.body))
+			}))
+			defer srv.Close()
+			g, err := HTTPSource{URL: srv.URL + "/graph", Backoff: quick}.Graph(context.Background(), "stable-1.0", "1.0.0")
+			if requests != tc.requests {
+				t.Errorf("%d requests, want %d", requests, tc.requests)
+			}
+			if tc.reason == "" {
+				if err != nil || len(g.Nodes) != 2 {
+					t.Fatalf("got %v, %v", g, err)
+				}
+				return
+			}
+			if err == nil || ReasonOf(err) != tc.reason {
+				t.Errorf("got %v (reason %s), want reason %s", err, ReasonOf(err), tc.reason)
+			}
+		})
+	}
+}
+
+func TestHTTPSourceRefusesANonHTTPUpstream(t *testing.T) {
+	if _, err := (HTTPSource{URL: "file:///etc/passwd"}).Graph(context.Background(), "c", "1.0.0"); ReasonOf(err) != ReasonRemoteFailed {
+		t.Errorf("got %v, want RemoteFailed", err)
+	}
+}
+
+func TestFileSource(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "graph.json")
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(good, []byte(smallGraph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if g, err := (FileSource{Path: good}).Graph(context.Background(), "", ""); err != nil || len(g.Nodes) != 2 {
+		t.Errorf("got %v, %v", g, err)
+	}
+	for path, reason := range map[string]string{bad: ReasonResponseInvalid, filepath.Join(dir, "missing"): ReasonRemoteFailed, dir: ReasonRemoteFailed} {
+		if _, err := (FileSource{Path: path}).Graph(context.Background(), "", ""); ReasonOf(err) != reason {
+			t.Errorf("%s: got %v, want %s", path, err, reason)
+		}
+	}
+}
