@@ -244,7 +244,7 @@ func judgeUpdate(ctx context.Context, cfg *rest.Config, e *apply.Engine, rel *pa
 	case cv.Status.Desired.Version == rel.Version:
 		return planAcceptance{Message: fmt.Sprintf("not checked: %s is already the cluster's target", rel.Version)}, nil
 	}
-	blocking, summary := precondition.Summarize(operator.CheckUpdate(ctx, e, cv, rel.Version, rel), false)
+	blocking, summary := precondition.Summarize(operator.CheckUpdate(ctx, e, cv, rel.Version, rel, nil), false)
 	a := planAcceptance{Checked: true, Accepted: !blocking, Message: fmt.Sprintf("an update from %s to %s would be accepted", current, rel.Version)}
 	switch {
 	case blocking:

@@ -11,14 +11,19 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
-// CheckUpdate runs every acceptance check on an update of the cluster cv
-// to rel, requested as target, with what engine's delete ledger remembers.
+// CheckUpdate runs every acceptance check on a move of the cluster cv to
+// rel, requested as target, with what engine's delete ledger remembers and
+// the releases the update graph deprecates (nil when none is known). An
+// install, before any release completed, runs precondition.InstallList.
 // The operator runs it before it adopts a target; plan runs it to say
 // whether a target would be accepted. A ledger that cannot be read fails
 // the carried-deletes check rather than passing it unseen; force still
 // overrides that.
-func CheckUpdate(ctx context.Context, engine *apply.Engine, cv *configv1.ClusterVersion, target string, rel *payload.Release) []error {
-	rc := precondition.ReleaseContext{DesiredVersion: target, ClusterVersion: cv, Release: rel}
+func CheckUpdate(ctx context.Context, engine *apply.Engine, cv *configv1.ClusterVersion, target string, rel *payload.Release, deprecated map[string]string) []error {
+	rc := precondition.ReleaseContext{DesiredVersion: target, ClusterVersion: cv, Release: rel, Deprecated: deprecated}
+	if precondition.LastCompletedVersion(cv.Status.History) == "" {
+		return precondition.InstallList().RunAll(ctx, rc)
+	}
 	carried, err := engine.CarriedDeletes(ctx)
 	rc.CarriedDeletes = carried
 	errs := precondition.DefaultList().RunAll(ctx, rc)

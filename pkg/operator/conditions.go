@@ -3,6 +3,7 @@ package operator
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -45,6 +46,11 @@ func setCondition(conds []configv1.ClusterOperatorStatusCondition, c configv1.Cl
 	}
 	c.LastTransitionTime = now
 	return append(conds, c)
+}
+
+// removeCondition drops the condition of type t, if any.
+func removeCondition(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType) []configv1.ClusterOperatorStatusCondition {
+	return slices.DeleteFunc(conds, func(c configv1.ClusterOperatorStatusCondition) bool { return c.Type == t })
 }
 
 func findCondition(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType) *configv1.ClusterOperatorStatusCondition {

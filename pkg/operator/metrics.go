@@ -22,6 +22,7 @@ type Metrics struct {
 	deleteOldestPending prometheus.Gauge
 	deletesTotal        *prometheus.CounterVec
 	syncDuration        *prometheus.HistogramVec
+	releaseDeprecated   *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -64,9 +65,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help:    "Duration of one ClusterVersion sync, by mode.",
 			Buckets: prometheus.ExponentialBuckets(0.05, 2, 14),
 		}, []string{"mode"}),
+		releaseDeprecated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payload_applier_release_deprecated",
+			Help: "1 while the cluster runs a release its update graph marks deprecated, 0 otherwise.",
+		}, []string{"version"}),
 	}
 	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
-		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration} {
+		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -146,4 +151,21 @@ func (m *Metrics) observeDeletes(deletes deletion.Summary, operators []configv1.
 		}
 		m.operatorUp.WithLabelValues(co.Name, version, reason).Set(up)
 	}
+}
+
+// observeDeprecation sets the deprecation gauge for the release the
+// cluster runs, dropping the series of releases it left.
+func (m *Metrics) observeDeprecation(version string, deprecated bool) {
+	if m == nil {
+		return
+	}
+	m.releaseDeprecated.Reset()
+	if version == "" {
+		return
+	}
+	value := 0.0
+	if deprecated {
+		value = 1
+	}
+	m.releaseDeprecated.WithLabelValues(version).Set(value)
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
 // Config wires an Operator. Zero fields take the defaults their comments
@@ -71,6 +72,13 @@ type Config struct {
 	// Identity names this instance in leader election and Events; it must
 	// differ between instances. Default: the host name and a random suffix.
 	Identity string
+
+	// UpdateGraph, when set, is the update graph the operator reads,
+	// instead of the ClusterVersion's spec.upstream.
+	UpdateGraph updategraph.Source
+	// UpdateGraphRefresh is how long a fetched graph is reused for the same
+	// query; default 2 minutes.
+	UpdateGraphRefresh time.Duration
 
 	// eventTally, set by NewForConfig with the broadcaster it makes, lets
 	// Shutdown wait for the Events still on their way.
@@ -120,6 +128,7 @@ type Operator struct {
 
 	syncMu   sync.Mutex
 	attempt  int
+	graphs   graphCache
 	releases map[string]*payload.Release
 }
 

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -77,8 +78,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		return nil, err
 	}
 	o.setUpgradeable(ctx, cv, deletes, out, now)
+	deprecated := o.refreshUpdates(ctx, cv, cmp.Or(status.Desired.Version, out.Target), now)
 
-	rel := o.acceptTarget(ctx, cv, out, now)
+	rel := o.acceptTarget(ctx, cv, out, deprecated, now)
 	if rel == nil && status.Desired.Version != "" {
 		if rel, err = o.loadRelease(status.Desired.Version, cv); err != nil {
 			out.CurrentErr = err
@@ -133,7 +135,7 @@ func targetVersion(cv *configv1.ClusterVersion) string {
 // acceptTarget loads a new target and runs the preconditions. It returns
 // the release to apply, or nil when the target was refused or unloadable and
 // the current release should be reconciled instead.
-func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, now metav1.Time) *payload.Release {
+func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, deprecated map[string]string, now metav1.Time) *payload.Release {
 	status := &cv.Status
 	rel, err := o.loadRelease(out.Target, cv)
 	if err != nil {
@@ -150,9 +152,9 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 		status.Conditions = setCondition(status.Conditions, accepted, now)
 		return rel
 	}
-	if precondition.LastCompletedVersion(status.History) != "" {
+	{
 		force := cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
-		errs := CheckUpdate(ctx, o.engine, cv, out.Target, rel)
+		errs := CheckUpdate(ctx, o.engine, cv, out.Target, rel, deprecated)
 		blocking, summary := precondition.Summarize(errs, force)
 		if blocking {
 			out.Refused = summary

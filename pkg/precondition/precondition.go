@@ -44,6 +44,9 @@ type ReleaseContext struct {
 	// remembers them (deletion.Carriers). It is cluster state, so that
 	// `apply` and `start` judge alike.
 	CarriedDeletes map[payload.ObjectID][]string
+	// Deprecated maps each release the update graph marks deprecated to
+	// its message; nil when no graph is known.
+	Deprecated map[string]string
 }
 
 // Precondition is one acceptance check for a requested update.
@@ -83,9 +86,16 @@ type List []Precondition
 
 // DefaultList returns the checks the operator runs on every update request,
 // in the CVO's order: rollback, giant hop, then Upgradeable; then the
-// payload's own: delete manifests carried across a minor version.
+// payload's own: delete manifests carried across a minor version; then
+// the update graph's: a deprecated target.
 func DefaultList() List {
-	return List{Rollback{}, GiantHop{}, Upgradeable{}, CarriedDeletes{}}
+	return List{Rollback{}, GiantHop{}, Upgradeable{}, CarriedDeletes{}, ReleaseDeprecated{}}
+}
+
+// InstallList returns the checks an install runs: an install has no
+// current release to compare with, but must not start on a deprecated one.
+func InstallList() List {
+	return List{ReleaseDeprecated{}}
 }
 
 // RunAll runs every check, in order, and returns every failure, so that one
