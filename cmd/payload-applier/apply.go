@@ -27,6 +27,7 @@ type applyOptions struct {
 	timeout     time.Duration
 	parallelism int
 	output      string
+	updateGraph string
 }
 
 func newApplyCommand() *cobra.Command {
@@ -41,7 +42,9 @@ named "version", created with its CRD when missing.
 The first apply to a cluster is an install. Applying another version is an
 update, checked by the update preconditions. Applying the same version again
 is a reconcile. Deletes are issued in update mode and not waited for: the ones
-still in progress are listed.
+still in progress are listed. The update graph (spec.upstream, or
+--update-graph) is read as 'start' reads it: a deprecated release is neither
+installed nor updated to unless --force is given.
 
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, or a delete the safety gate refused; 2 invalid input or payload;
@@ -55,6 +58,7 @@ failures, or a delete the safety gate refused; 2 invalid input or payload;
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long; 0 means no limit")
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -82,9 +86,10 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		defer cancel()
 	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:  operator.LoadedRelease{Release: rel},
-		Namespace: o.cluster.namespace,
-		Sync:      apply.SyncOptions{Parallelism: o.parallelism},
+		Releases:    operator.LoadedRelease{Release: rel},
+		Namespace:   o.cluster.namespace,
+		Sync:        apply.SyncOptions{Parallelism: o.parallelism},
+		UpdateGraph: graphSource(o.updateGraph),
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

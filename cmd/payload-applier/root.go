@@ -46,6 +46,7 @@ func newRootCommand() *cobra.Command {
 		newApplyCommand(),
 		newStartCommand(),
 		newStatusCommand(),
+		newUpdateGraphCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -27,6 +27,8 @@ type startOptions struct {
 	leaderElect bool
 	resync      time.Duration
 	identity    string
+	updateGraph string
+	graphEvery  time.Duration
 }
 
 func newStartCommand() *cobra.Command {
@@ -38,7 +40,12 @@ func newStartCommand() *cobra.Command {
 towards spec.desiredUpdate.version, found in the release store given by
 --payloads (one payload sub-directory per version). It resyncs every 2 to 4
 minutes, wakes up on ClusterVersion and ClusterOperator changes, and serves
-Prometheus metrics on --listen.`,
+Prometheus metrics on --listen.
+
+It reads the update graph from spec.upstream, queried with spec.channel and
+the cluster's version, or from --update-graph, to fill
+status.availableUpdates, set RetrievedUpdates and ReleaseDeprecated, and
+refuse updates to deprecated releases.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -48,6 +55,8 @@ Prometheus metrics on --listen.`,
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease so that only one instance acts")
 	cmd.Flags().DurationVar(&o.resync, "resync-interval", 2*time.Minute, "base resync period; each wait is drawn from [interval, 2×interval)")
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
+	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
+	cmd.Flags().DurationVar(&o.graphEvery, "update-graph-refresh", 2*time.Minute, "how long a fetched update graph is reused before it is read again")
 	_ = cmd.MarkFlagRequired("payloads")
 	return cmd
 }
@@ -55,6 +64,9 @@ Prometheus metrics on --listen.`,
 func (o *startOptions) run(cmd *cobra.Command) error {
 	if st, err := os.Stat(o.payloads); err != nil || !st.IsDir() {
 		return withExitCode(exitUsage, fmt.Errorf("--payloads %s is not a readable directory", o.payloads))
+	}
+	if o.graphEvery <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--update-graph-refresh must be positive, not %s", o.graphEvery))
 	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
@@ -71,6 +83,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		Namespace: o.cluster.namespace,
 		Metrics:   metrics,
 		Identity:  o.identity,
+
+		UpdateGraph:        graphSource(o.updateGraph),
+		UpdateGraphRefresh: o.graphEvery,
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
@@ -100,6 +101,18 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 	fmt.Fprintf(w, "Cluster version: %s\n", cur)
 	if doc.Desired.Version != "" && doc.Desired.Version != doc.Current {
 		fmt.Fprintf(w, "Desired version: %s\n", doc.Desired.Version)
+	}
+	for _, c := range doc.Status.Conditions {
+		if c.Type == operator.ConditionReleaseDeprecated && c.Status == configv1.ConditionTrue {
+			fmt.Fprintf(w, "Deprecated: %s\n", oneLine(c.Message))
+		}
+	}
+	if updates := doc.Status.AvailableUpdates; len(updates) > 0 {
+		versions := make([]string, len(updates))
+		for i, u := range updates {
+			versions[i] = u.Version
+		}
+		fmt.Fprintf(w, "Available updates: %s\n", strings.Join(versions, ", "))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
