@@ -28,6 +28,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
+	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
 // planOptions are the flags of `payload-applier plan`.
@@ -244,7 +245,15 @@ func judgeUpdate(ctx context.Context, cfg *rest.Config, e *apply.Engine, rel *pa
 	case cv.Status.Desired.Version == rel.Version:
 		return planAcceptance{Message: fmt.Sprintf("not checked: %s is already the cluster's target", rel.Version)}, nil
 	}
-	blocking, summary := precondition.Summarize(operator.CheckUpdate(ctx, e, cv, rel.Version, rel, nil), false)
+	var deprecated map[string]string
+	if cv.Spec.Upstream != "" {
+		// Plan judges deprecation as the operator would; an unreachable
+		// graph leaves it unjudged, as it leaves the operator's last list.
+		if g, err := (updategraph.HTTPSource{URL: string(cv.Spec.Upstream)}).Graph(ctx, cv.Spec.Channel, current); err == nil {
+			deprecated = g.Deprecations()
+		}
+	}
+	blocking, summary := precondition.Summarize(operator.CheckUpdate(ctx, e, cv, rel.Version, rel, deprecated), false)
 	a := planAcceptance{Checked: true, Accepted: !blocking, Message: fmt.Sprintf("an update from %s to %s would be accepted", current, rel.Version)}
 	switch {
 	case blocking:

@@ -100,7 +100,11 @@ func TestTheUpdateGraphHidesRefusesAndReportsDeprecatedReleases(t *testing.T) {
 		t.Errorf("status must say the release is deprecated and list the updates (exit %d):\n%s", code, stdout)
 	}
 
-	t.Log("an update to a deprecated release is refused")
+	t.Log("an update to a deprecated release is refused; plan says so first")
+	code, stdout, stderr = runCLI(t, bin, "plan", "--payload", v102)
+	if code != 0 || !strings.Contains(stdout, "would be refused") || !strings.Contains(stdout, "ReleaseDeprecated") {
+		t.Errorf("plan must say the update would be refused: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", v102)
 	if code != 3 || !strings.Contains(stdout+stderr, "release 1.0.2 is deprecated in the update graph: pulled") {
 		t.Fatalf("exit %d, want 3 naming the deprecation\n%s\n%s", code, stdout, stderr)
