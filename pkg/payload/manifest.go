@@ -10,6 +10,14 @@ import (
 const (
 	DeleteAnnotation     = "release.openshift.io/delete"
 	CreateOnlyAnnotation = "release.openshift.io/create-only"
+	// OperandCleanupAnnotation, "Supported" on a CRD's delete manifest,
+	// is the payload author's half of the opt-in to operand cleanup.
+	OperandCleanupAnnotation = "release.openshift.io/operand-cleanup"
+	// OperandNamespacesAnnotation limits operand cleanup to the listed
+	// namespaces, comma-separated; absent means every namespace.
+	OperandNamespacesAnnotation = "release.openshift.io/operand-namespaces"
+	// OperandCleanupSupported is the one value OperandCleanupAnnotation takes.
+	OperandCleanupSupported = "Supported"
 )
 
 // ObjectID names one object in a cluster the way the CVO does: group, kind,

@@ -19,6 +19,8 @@ const releasePrefix = "release.openshift.io/"
 var knownReleaseAnnotations = []string{
 	DeleteAnnotation,
 	CreateOnlyAnnotation,
+	OperandCleanupAnnotation,
+	OperandNamespacesAnnotation,
 	FeatureSetAnnotation,
 	FeatureGateAnnotation,
 	MajorVersionAnnotation,

@@ -1,0 +1,149 @@
+package cleanup
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
+)
+
+func crdDelete(name string, annotations ...string) string {
+	ann := `release.openshift.io/delete: "true"`
+	for _, a := range annotations {
+		ann += "\n    " + a
+	}
+	return fmt.Sprintf("apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: %s\n  annotations:\n    %s\n", name, ann)
+}
+
+func deploymentDelete(name string) string {
+	return fmt.Sprintf("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: %s\n  namespace: ns\n  annotations:\n    release.openshift.io/delete: \"true\"\n", name)
+}
+
+const supported = `release.openshift.io/operand-cleanup: "Supported"`
+
+func load(t *testing.T, files map[string]string) *payload.Release {
+	t.Helper()
+	rel, _, err := payload.LoadAll(payloadtest.WriteRelease(t, t.TempDir(), "2.0.0", nil, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rel
+}
+
+func TestCandidates(t *testing.T) {
+	rel := load(t, map[string]string{
+		"0000_50_widgets_00_crd.yaml":    crdDelete("widgets.example.com", supported, `release.openshift.io/operand-namespaces: "a, b,a"`),
+		"0000_50_widgets_01_gadget.yaml": crdDelete("gadgets.example.com", supported),
+		"0000_50_widgets_02_plain.yaml":  crdDelete("plain.example.com"),
+		"0000_50_widgets_10_op.yaml":     deploymentDelete("widget-operator"),
+		"0000_60_other_00_gadget.yaml":   strings.Replace(crdDelete("gadgets.example.com"), `release.openshift.io/delete: "true"`, `note: "kept"`, 1),
+		"0000_50_reborn_00_crd.yaml":     crdDelete("reborn.example.com", supported),
+		"0000_50_reborn_01_crd.yaml":     strings.Replace(crdDelete("reborn.example.com"), `release.openshift.io/delete: "true"`, `note: "kept"`, 1),
+		"0000_50_used_00_crd.yaml":       crdDelete("useds.example.com", supported),
+		"0000_70_user_00_cr.yaml":        "apiVersion: example.com/v1\nkind: Used\nmetadata:\n  name: x\n  namespace: ns\n",
+	})
+	got := map[string]Candidate{}
+	for _, c := range Candidates(rel) {
+		got[c.Component] = c
+	}
+	if len(got) != 3 {
+		t.Fatalf("candidates %v, want widgets, reborn and used", got)
+	}
+	w := got["widgets"]
+	if len(w.CRDs) != 2 || len(w.Operators) != 1 || w.Operators[0].Name != "widget-operator" {
+		t.Fatalf("widgets = %+v, want its two Supported CRDs and its Deployment", w)
+	}
+	if crd := w.CRDs[0]; crd.Name != "widgets.example.com" || crd.Skip != nil || fmt.Sprint(crd.Namespaces) != "[a b]" || !crd.InScope("a") || crd.InScope("c") || !crd.InScope("") {
+		t.Errorf("widgets CRD = %+v, want scope a, b with cluster-scoped operands in scope", crd)
+	}
+	if skip := w.CRDs[1].Skip; skip == nil || skip.Rule != RuleSingleOwner || !strings.Contains(skip.Message, "component other") {
+		t.Errorf("gadgets, shipped by another component, must fail rule 2: %+v", skip)
+	}
+	if skip := got["reborn"].CRDs[0].Skip; skip == nil || skip.Rule != RuleNotReplaced {
+		t.Errorf("a CRD the release ships again must fail rule 4: %+v", skip)
+	}
+	if got["used"].CRDs[0].Namespaces != nil {
+		t.Error("no scope annotation means every namespace")
+	}
+	if m := APIUser(rel, "example.com", "Used"); m == nil || m.Component != "user" {
+		t.Errorf("rule 3 must find the custom resource the release keeps: %v", m)
+	}
+	if m := APIUser(rel, "example.com", "Widget"); m != nil {
+		t.Errorf("nothing uses Widget: %v", m)
+	}
+}
+
+func TestPolicyOf(t *testing.T) {
+	for value, want := range map[string]Policy{"Delete": PolicyDelete, "Orphan": PolicyOrphan, "": PolicyOrphan, "delete": PolicyOrphan} {
+		if got := PolicyOf(map[string]string{PolicyAnnotation: value}); got != want {
+			t.Errorf("%q: %s, want %s", value, got, want)
+		}
+	}
+}
+
+func count(n int, kind string) Count {
+	var c Count
+	for i := range n {
+		c.Add(Operand{Kind: kind, Namespace: "ns", Name: fmt.Sprintf("o%03d", i)})
+	}
+	return c
+}
+
+func TestProgressStallAndWait(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := Progress(nil, "widgets", "2.0.0", count(3, "Widget"), t0)
+	if rec.State != Running || rec.Total() != 3 || !rec.StartedAt.Time.Equal(t0) {
+		t.Fatalf("start: %+v", rec)
+	}
+	same := Progress(&rec, "widgets", "2.0.1", count(3, "Widget"), t0.Add(5*time.Minute))
+	if !same.ProgressAt.Time.Equal(t0) || same.Release != "2.0.0" || same.Stalled(t0.Add(9*time.Minute), 10*time.Minute) || !same.Stalled(t0.Add(10*time.Minute), 10*time.Minute) {
+		t.Errorf("no progress keeps the stall timer and the starting release: %+v", same)
+	}
+	fewer := Progress(&same, "widgets", "2.0.0", count(1, "Widget"), t0.Add(11*time.Minute))
+	if !fewer.ProgressAt.Time.Equal(t0.Add(11*time.Minute)) || fewer.Stalled(t0.Add(12*time.Minute), 10*time.Minute) {
+		t.Errorf("progress restarts the stall timer: %+v", fewer)
+	}
+	waiting := Wait(&fewer, "widgets", "2.0.0", "operator not Available", t0.Add(12*time.Minute))
+	if waiting.State != Running || waiting.Total() != 1 || waiting.Message != "operator not Available" {
+		t.Errorf("a running cleanup that must wait keeps its counts: %+v", waiting)
+	}
+	if done := Progress(&waiting, "widgets", "2.0.0", Count{}, t0.Add(13*time.Minute)); done.State != Completed || !done.State.Open() {
+		t.Errorf("no operand left completes the cleanup: %+v", done)
+	}
+	blocked := Wait(nil, "widgets", "2.0.0", "operator not Available", t0)
+	if blocked.State != Waiting || blocked.State.Open() || blocked.Blocked(t0.Add(time.Minute), 10*time.Minute) || !blocked.Blocked(t0.Add(10*time.Minute), 10*time.Minute) {
+		t.Errorf("a cleanup that cannot start waits, then reads as blocked: %+v", blocked)
+	}
+	if started := Progress(&blocked, "widgets", "2.0.0", count(2, "Widget"), t0.Add(20*time.Minute)); !started.StartedAt.Time.Equal(t0) || !started.ProgressAt.Time.Equal(t0.Add(20*time.Minute)) {
+		t.Errorf("a cleanup that starts after waiting keeps its start and starts its stall timer: %+v", started)
+	}
+}
+
+func TestDescribeIsBounded(t *testing.T) {
+	c := count(25, "Widget")
+	for i := range 60 {
+		c.Add(Operand{Kind: "Gadget", Name: fmt.Sprintf("g%02d", i)})
+	}
+	rec := Progress(nil, "widgets", "2.0.0", c, time.Now())
+	if len(rec.Named) != 20 {
+		t.Errorf("%d operands named, want 10 per kind", len(rec.Named))
+	}
+	msg := rec.Describe()
+	for _, want := range []string{"waiting for operator to finish cleanup for 85 CRs of component widgets", "60 Gadget: Gadget/g00", "and 50 more", "25 Widget: Widget/ns/o000", "and 15 more"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	many := Count{}
+	for k := range 8 {
+		for i := range 10 {
+			many.Add(Operand{Kind: fmt.Sprintf("K%d", k), Name: fmt.Sprint(i)})
+		}
+	}
+	if len(many.Named) != maxNamed {
+		t.Errorf("%d operands named, want at most %d in all", len(many.Named), maxNamed)
+	}
+}

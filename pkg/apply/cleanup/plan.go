@@ -1,0 +1,203 @@
+// Package cleanup decides operand cleanup (seeds 000 and 001): when a
+// release removes a component whose CRDs its author marked
+// `release.openshift.io/operand-cleanup: "Supported"`, and the cluster
+// admin set the ClusterVersion's `payload-applier.io/operand-cleanup:
+// "Delete"`, the custom resources of those CRDs are deleted, while the
+// component's operator still runs to finish their finalizers, before
+// anything of the component is deleted.
+//
+// The package reads and writes nothing in the cluster: pkg/apply lists the
+// operands, asks Permit before each DELETE and keeps the Record.
+package cleanup
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// PolicyAnnotation on the ClusterVersion is the admin's half of the opt-in.
+const PolicyAnnotation = "payload-applier.io/operand-cleanup"
+
+// Policy is the admin's choice for the operands of removed components.
+type Policy string
+
+const (
+	// PolicyOrphan leaves operands in place: the default.
+	PolicyOrphan Policy = "Orphan"
+	// PolicyDelete deletes them before their component is removed.
+	PolicyDelete Policy = "Delete"
+)
+
+// PolicyOf reads the policy from the ClusterVersion's annotations.
+func PolicyOf(annotations map[string]string) Policy {
+	if Policy(annotations[PolicyAnnotation]) == PolicyDelete {
+		return PolicyDelete
+	}
+	return PolicyOrphan
+}
+
+// Rule is one of the safety rules of the gate, numbered as docs/design.md
+// numbers them. A failed rule 1 makes the gate wait; rules 2 to 5 skip
+// the cleanup of a CRD, whose operands are then orphaned.
+type Rule int
+
+const (
+	// RuleOperatorAvailable: the current release is completely applied and
+	// the component's operator is Available.
+	RuleOperatorAvailable Rule = 1
+	// RuleSingleOwner: no other component ships the CRD.
+	RuleSingleOwner Rule = 2
+	// RuleAPIUnused: no manifest the release keeps has a kind the CRD serves.
+	RuleAPIUnused Rule = 3
+	// RuleNotReplaced: the release does not ship the CRD again, and the
+	// update is not a rollback.
+	RuleNotReplaced Rule = 4
+	// RuleOwned: only CRDs of the removed component, never ones it uses.
+	RuleOwned Rule = 5
+)
+
+var ruleNames = map[Rule]string{
+	RuleOperatorAvailable: "OperatorAvailable",
+	RuleSingleOwner:       "SingleOwner",
+	RuleAPIUnused:         "APIUnused",
+	RuleNotReplaced:       "NotReplaced",
+	RuleOwned:             "Owned",
+}
+
+func (r Rule) String() string { return fmt.Sprintf("rule %d (%s)", int(r), ruleNames[r]) }
+
+// Skip is a failed rule 2 to 5: the CRD's operands are left alone.
+type Skip struct {
+	Rule    Rule
+	Message string
+}
+
+func (s Skip) String() string { return fmt.Sprintf("%s: %s", s.Rule, s.Message) }
+
+// CRD is a CustomResourceDefinition whose operands a removal may clean up.
+type CRD struct {
+	// Name is the CRD's name, <plural>.<group>.
+	Name string
+	// File is the delete manifest, as file:line.
+	File string
+	// Namespaces is the scope; nil means every namespace.
+	Namespaces []string
+	// Skip is set when a rule the release alone decides fails.
+	Skip *Skip
+}
+
+// Group is the API group the CRD's name ends with.
+func (c CRD) Group() string {
+	_, group, _ := strings.Cut(c.Name, ".")
+	return group
+}
+
+// InScope reports whether an operand in namespace ns is in the CRD's
+// scope; a cluster-scoped operand has ns "".
+func (c CRD) InScope(ns string) bool {
+	return c.Namespaces == nil || ns == "" || slices.Contains(c.Namespaces, ns)
+}
+
+// Candidate is a component the release removes with at least one CRD
+// marked for operand cleanup.
+type Candidate struct {
+	Component string
+	CRDs      []CRD
+	// Operators are the component's workloads the release deletes
+	// (Deployments, DaemonSets) and ClusterOperators: what tells whether
+	// its operator is Available.
+	Operators []payload.ObjectID
+}
+
+var crdKind = payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+
+func isCRD(id payload.ObjectID) bool { return id.Group == crdKind.Group && id.Kind == crdKind.Kind }
+
+// Candidates lists, in payload order, the components rel removes with
+// CRDs whose delete manifests say "Supported", and judges the rules the
+// release alone decides: 2 (single owner), 4 (not shipped again) and 5
+// (only the component's own CRDs, by construction: a CRD belongs to the
+// component of its manifest's file name).
+func Candidates(rel *payload.Release) []Candidate {
+	byComponent := map[string]*Candidate{}
+	var order []string
+	for _, m := range rel.Manifests {
+		id := m.ID()
+		if !m.Delete() || !isCRD(id) || m.Component == "" ||
+			m.Obj.GetAnnotations()[payload.OperandCleanupAnnotation] != payload.OperandCleanupSupported {
+			continue
+		}
+		c, ok := byComponent[m.Component]
+		if !ok {
+			c = &Candidate{Component: m.Component}
+			byComponent[m.Component] = c
+			order = append(order, m.Component)
+		}
+		crd := CRD{Name: id.Name, File: m.Position(), Namespaces: namespaces(m)}
+		crd.Skip = releaseSkip(rel, m)
+		c.CRDs = append(c.CRDs, crd)
+	}
+	for _, m := range rel.Manifests {
+		c, ok := byComponent[m.Component]
+		if !ok || !m.Delete() {
+			continue
+		}
+		id := m.ID()
+		switch {
+		case id.Group == "apps" && (id.Kind == "Deployment" || id.Kind == "DaemonSet"),
+			id.Group == "config.openshift.io" && id.Kind == "ClusterOperator":
+			c.Operators = append(c.Operators, id)
+		}
+	}
+	out := make([]Candidate, 0, len(order))
+	for _, name := range order {
+		out = append(out, *byComponent[name])
+	}
+	return out
+}
+
+// namespaces parses the scope annotation; empty entries are dropped.
+func namespaces(m *payload.Manifest) []string {
+	v, ok := m.Obj.GetAnnotations()[payload.OperandNamespacesAnnotation]
+	if !ok {
+		return nil
+	}
+	out := []string{}
+	for _, ns := range strings.Split(v, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" && !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+// releaseSkip judges rules 2 and 4 for the CRD that m deletes.
+func releaseSkip(rel *payload.Release, m *payload.Manifest) *Skip {
+	id := m.ID()
+	for _, other := range rel.Manifests {
+		if other == m || other.ID() != id {
+			continue
+		}
+		if other.Component != m.Component {
+			return &Skip{RuleSingleOwner, fmt.Sprintf("component %s (%s) also ships %s", other.Component, other.Position(), id.Name)}
+		}
+		if !other.Delete() {
+			return &Skip{RuleNotReplaced, fmt.Sprintf("the release ships %s again (%s)", id.Name, other.Position())}
+		}
+	}
+	return nil
+}
+
+// APIUser returns a manifest rel keeps (does not delete) whose kind the
+// CRD serves, if any: rule 3. group and kind come from the live CRD.
+func APIUser(rel *payload.Release, group, kind string) *payload.Manifest {
+	for _, m := range rel.Manifests {
+		if !m.Delete() && m.GVK.Group == group && m.GVK.Kind == kind {
+			return m
+		}
+	}
+	return nil
+}

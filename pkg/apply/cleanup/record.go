@@ -1,0 +1,182 @@
+package cleanup
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// State is where a component's cleanup stands.
+type State string
+
+const (
+	// Waiting: rule 1 fails; nothing was deleted yet and the gate waits.
+	Waiting State = "Waiting"
+	// Running: operands are being deleted; the gate stays closed.
+	Running State = "Running"
+	// Completed: no operand is left; the gate is open.
+	Completed State = "Completed"
+	// Aborted: the admin switched to Orphan mid-way; the gate is open and
+	// the operands left are orphaned.
+	Aborted State = "Aborted"
+	// Skipped: a rule from 2 to 5 failed for every CRD; the gate is open.
+	Skipped State = "Skipped"
+)
+
+// Open reports whether the component's deletes may go ahead.
+func (s State) Open() bool { return s == Completed || s == Aborted || s == Skipped }
+
+// Limits of the operands a record names, as the status shows them.
+const (
+	maxNamedPerKind = 10
+	maxNamed        = 50
+)
+
+// Operand is one custom resource a cleanup waits for.
+type Operand struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+}
+
+func (o Operand) String() string {
+	if o.Namespace == "" {
+		return o.Kind + "/" + o.Name
+	}
+	return o.Kind + "/" + o.Namespace + "/" + o.Name
+}
+
+// Record is the persisted memory of one component's cleanup.
+type Record struct {
+	Component string `json:"component"`
+	// Release is the update that started the cleanup.
+	Release string `json:"release"`
+	State   State  `json:"state"`
+	// StartedAt is when the gate first closed; ProgressAt when the count of
+	// remaining operands last went down (or the start).
+	StartedAt  *metav1.Time `json:"startedAt,omitempty"`
+	ProgressAt *metav1.Time `json:"progressAt,omitempty"`
+	// Remaining counts the operands still there, per kind.
+	Remaining map[string]int `json:"remaining,omitempty"`
+	// Named lists some of them: at most 10 per kind and 50 in all.
+	Named []Operand `json:"named,omitempty"`
+	// Skips says which CRDs' operands are left alone, and why.
+	Skips []string `json:"skips,omitempty"`
+	// Message explains a Waiting or Aborted state.
+	Message string `json:"message,omitempty"`
+}
+
+// Total counts the remaining operands.
+func (r *Record) Total() int {
+	n := 0
+	for _, c := range r.Remaining {
+		n += c
+	}
+	return n
+}
+
+// Stalled reports whether a running cleanup made no progress for after.
+func (r *Record) Stalled(now time.Time, after time.Duration) bool {
+	return r.State == Running && r.ProgressAt != nil && now.Sub(r.ProgressAt.Time) >= after
+}
+
+// Blocked reports whether a waiting cleanup has waited for after.
+func (r *Record) Blocked(now time.Time, after time.Duration) bool {
+	return r.State == Waiting && r.StartedAt != nil && now.Sub(r.StartedAt.Time) >= after
+}
+
+// Count is what one look at the operands found.
+type Count struct {
+	Remaining map[string]int
+	Named     []Operand
+}
+
+// Add counts op, naming it within the bounds.
+func (c *Count) Add(op Operand) {
+	if c.Remaining == nil {
+		c.Remaining = map[string]int{}
+	}
+	c.Remaining[op.Kind]++
+	if c.Remaining[op.Kind] <= maxNamedPerKind && len(c.Named) < maxNamed {
+		c.Named = append(c.Named, op)
+	}
+}
+
+// Progress records a look that found count, at now: the start of a
+// cleanup, its progress, or its end.
+func Progress(prev *Record, component, release string, count Count, now time.Time) Record {
+	ts := metav1.NewTime(now)
+	rec := Record{Component: component, Release: release, StartedAt: &ts, ProgressAt: &ts}
+	if prev != nil && (prev.State == Running || prev.State == Waiting) {
+		rec.Release, rec.StartedAt = prev.Release, prev.StartedAt
+		if prev.State == Running {
+			rec.ProgressAt = prev.ProgressAt
+		}
+	}
+	before := -1
+	if prev != nil && prev.State == Running {
+		before = prev.Total()
+	}
+	rec.Remaining, rec.Named = count.Remaining, count.Named
+	sort.Slice(rec.Named, func(i, j int) bool { return rec.Named[i].String() < rec.Named[j].String() })
+	switch total := rec.Total(); {
+	case total == 0:
+		rec.State = Completed
+	case before >= 0 && total < before:
+		rec.State, rec.ProgressAt = Running, &ts
+	default:
+		rec.State = Running
+	}
+	return rec
+}
+
+// Wait records a look at which rule 1 failed, for why. Nothing is
+// deleted while it fails: a cleanup not started yet waits, and a running
+// one keeps its counts and stall timer.
+func Wait(prev *Record, component, release, why string, now time.Time) Record {
+	if prev != nil && (prev.State == Running || prev.State == Waiting) {
+		rec := *prev
+		rec.Message = why
+		return rec
+	}
+	ts := metav1.NewTime(now)
+	return Record{Component: component, Release: release, State: Waiting, StartedAt: &ts, Message: why}
+}
+
+// Describe is the status message of a running cleanup: the count, then
+// what remains, per kind, with the named operands.
+func (r *Record) Describe() string {
+	msg := fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", r.Total())
+	if r.Component != "" {
+		msg += fmt.Sprintf(" of component %s", r.Component)
+	}
+	kinds := make([]string, 0, len(r.Remaining))
+	for k := range r.Remaining {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		var names []string
+		for _, op := range r.Named {
+			if op.Kind == k {
+				names = append(names, op.String())
+			}
+		}
+		part := fmt.Sprintf("%d %s", r.Remaining[k], k)
+		if len(names) > 0 {
+			part += ": " + strings.Join(names, ", ")
+			if more := r.Remaining[k] - len(names); more > 0 {
+				part += fmt.Sprintf(" and %d more", more)
+			}
+		}
+		parts = append(parts, part)
+	}
+	if len(parts) > 0 {
+		msg += "; remaining " + strings.Join(parts, "; ")
+	}
+	return msg
+}
