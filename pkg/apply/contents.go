@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -21,8 +20,6 @@ import (
 const ReasonDeleteTakesObjects = "DeleteTakesObjects"
 
 const (
-	// contentsPageSize bounds each LIST of a destructive delete's contents.
-	contentsPageSize = 500
 	// contentsNamed bounds the objects a report names; it counts them all.
 	contentsNamed = 10
 )
@@ -130,7 +127,7 @@ func (e *Engine) contents(ctx context.Context, rel *payload.Release, m *payload.
 				if strings.Contains(r.Name, "/") || !slices.Contains(r.Verbs, "list") || r.Name == "events" {
 					continue
 				}
-				err := listPages(ctx, e.dynamic.Resource(gv.WithResource(r.Name)).Namespace(id.Name), func(obj *unstructured.Unstructured) {
+				err := e.clientFor(gv.WithResource(r.Name), id.Name).list(ctx, func(obj *unstructured.Unstructured) {
 					count(gv.Group, r.Kind, obj)
 				})
 				if err != nil {
@@ -139,53 +136,59 @@ func (e *Engine) contents(ctx context.Context, rel *payload.Release, m *payload.
 			}
 		}
 	case destructive(m) && live != nil:
-		group, _, _ := unstructured.NestedString(live.Object, "spec", "group")
-		plural, _, _ := unstructured.NestedString(live.Object, "spec", "names", "plural")
-		kind, _, _ := unstructured.NestedString(live.Object, "spec", "names", "kind")
-		version := servedVersion(live)
-		if group == "" || plural == "" || version == "" {
+		served, ok := servedBy(live)
+		if !ok {
 			return c, nil
 		}
-		err := listPages(ctx, e.dynamic.Resource(schema.GroupVersionResource{Group: group, Version: version, Resource: plural}), func(obj *unstructured.Unstructured) {
-			count(group, kind, obj)
+		err := e.clientFor(served.gvr, "").list(ctx, func(obj *unstructured.Unstructured) {
+			count(served.gvr.Group, served.kind, obj)
 		})
 		if err != nil {
-			return c, fmt.Errorf("list %s.%s: %w", plural, group, err)
+			return c, fmt.Errorf("list %s: %w", served.gvr.GroupResource(), err)
 		}
 	}
 	return c, nil
 }
 
-// servedVersion is the CRD's storage version, or its first served one.
-func servedVersion(crd *unstructured.Unstructured) string {
+// crdAPI is what a live CRD serves: its resource at the storage version
+// (or the first served one) and its kind.
+type crdAPI struct {
+	gvr        schema.GroupVersionResource
+	kind       string
+	namespaced bool
+}
+
+// servedBy reads the API a live CRD serves; ok is false when its spec
+// lacks what a LIST needs.
+func servedBy(crd *unstructured.Unstructured) (api crdAPI, ok bool) {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
 	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	first := ""
+	version := ""
 	for _, v := range versions {
 		vm, _ := v.(map[string]any)
 		name, _ := vm["name"].(string)
 		if storage, _ := vm["storage"].(bool); storage {
-			return name
+			version = name
+			break
 		}
-		if served, _ := vm["served"].(bool); served && first == "" {
-			first = name
+		if served, _ := vm["served"].(bool); served && version == "" {
+			version = name
 		}
 	}
-	return first
+	api = crdAPI{gvr: schema.GroupVersionResource{Group: group, Version: version, Resource: plural}, kind: kind, namespaced: scope != "Cluster"}
+	return api, group != "" && plural != "" && kind != "" && version != ""
 }
 
-// listPages lists every object of r, contentsPageSize at a time.
-func listPages(ctx context.Context, r dynamic.ResourceInterface, each func(*unstructured.Unstructured)) error {
-	opts := metav1.ListOptions{Limit: contentsPageSize}
-	for {
-		list, err := r.List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		for i := range list.Items {
-			each(&list.Items[i])
-		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return nil
-		}
+// clientFor is a client of gvr in namespace ("" for every namespace, or a
+// cluster-scoped resource), for resources found by discovery or a live
+// CRD rather than from a manifest's kind.
+func (e *Engine) clientFor(gvr schema.GroupVersionResource, namespace string) resourceClient {
+	var ri dynamic.ResourceInterface = e.dynamic.Resource(gvr)
+	if namespace != "" {
+		ri = e.dynamic.Resource(gvr).Namespace(namespace)
 	}
+	return resourceClient{gvr: gvr, namespace: namespace, ri: ri}
 }

@@ -64,6 +64,14 @@ func (p *pass) next(m *payload.Manifest, obs deletion.Observation) deletion.Step
 // the next delete of the chain waits for a later pass.
 func (p *pass) deleteTask(ctx context.Context, t *graph.Task) error {
 	m := p.taskManifest(t)
+	if open, rec := p.gateFor(ctx, m); !open {
+		// The component's operator must outlive its operands.
+		msg := rec.Describe()
+		if rec.Message != "" {
+			msg = "operand cleanup waits: " + rec.Message
+		}
+		return p.report(ctx, t, ActionDeleteWaiting, msg, &graph.WaitingError{On: "the operand cleanup of component " + m.Component})
+	}
 	live, rc, err := p.lookupForDelete(ctx, m)
 	if err != nil {
 		te := taskError(m, "read before delete", err)

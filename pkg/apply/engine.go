@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -49,6 +50,9 @@ type Config struct {
 	Discovery discovery.DiscoveryInterface
 	// Ledger persists delete records across restarts.
 	Ledger deletion.Store
+	// CleanupStore persists operand cleanups across restarts; default in
+	// memory.
+	CleanupStore cleanup.Store
 	// Self names the applier's own objects, which are never deleted.
 	// Zero fields take DefaultSelf's values.
 	Self Self
@@ -71,6 +75,7 @@ type Engine struct {
 	discovery discovery.DiscoveryInterface
 	mapper    *mapper
 	ledger    *deletion.Ledger
+	cleanups  cleanups
 	protected map[payload.ObjectID]string
 	recorder  record.EventRecorder
 	eventObj  runtime.Object
@@ -114,6 +119,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("apply engine: %w", err)
 	}
 	cfg.Self = cfg.Self.withDefaults()
+	if cfg.CleanupStore == nil {
+		cfg.CleanupStore = &cleanup.MemoryStore{}
+	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
@@ -123,6 +131,7 @@ func New(cfg Config) (*Engine, error) {
 		discovery:     cfg.Discovery,
 		mapper:        newMapper(cfg.Mapper, cfg.Clock),
 		ledger:        deletion.NewLedger(cfg.Ledger),
+		cleanups:      cleanups{store: cfg.CleanupStore},
 		protected:     cfg.Self.protectedSet(),
 		recorder:      cfg.Recorder,
 		eventObj:      cfg.EventObject,
@@ -157,6 +166,12 @@ type SyncOptions struct {
 	EstablishTimeout time.Duration
 	// StuckAfter marks an in-progress delete as stuck. Default 10 minutes.
 	StuckAfter time.Duration
+	// OperandCleanup is the admin's policy for the operands of components
+	// the release removes; the zero value means Orphan.
+	OperandCleanup cleanup.Policy
+	// Rollback marks a pass that moves the cluster to an older release:
+	// no operand cleanup starts.
+	Rollback bool
 	// Events, when set, receives one event per finished task. Sends give up
 	// when ctx is done.
 	Events chan<- Event
@@ -209,7 +224,11 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	if err := e.ledger.Load(ctx); err != nil {
 		return nil, err
 	}
+	if err := e.cleanups.load(ctx); err != nil {
+		return nil, err
+	}
 	p := newPass(e, rel, opts)
+	e.cleanups.keepOnly(p.candidates)
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
 	e.ledger.Prune(func(r deletion.Record) bool { return p.marked[r.ID] })
@@ -234,6 +253,9 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 		DeleteOptions: graph.RunOptions{Parallelism: deleteParallelism},
 	})
 	p.waitPrefetch()
+	if err := e.cleanups.flush(ctx); err != nil {
+		e.warn("OperandCleanupNotSaved", fmt.Sprintf("The operand cleanup state could not be saved; the next pass tries again: %v", err))
+	}
 	p.markUnrun(walks.Delete)
 	p.trackOrphanedDeletes(ctx)
 	if err := e.ledger.Flush(ctx); err != nil {
@@ -285,6 +307,7 @@ func (p *pass) result(walks graph.PassResult) *SyncResult {
 		}
 	}
 	r.Deletes = deletion.Summarize(p.e.ledger.All(), p.e.clock.Now(), p.opts.StuckAfter)
+	r.Cleanups = p.e.cleanups.all()
 	p.e.reportStuck(r.Deletes.Stuck, p.opts.StuckAfter)
 	return r
 }

@@ -8,13 +8,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 )
 
 // NewForConfig builds an Engine on the cluster rc points at, filling what
 // cfg leaves unset: the dynamic client, the REST client that sends
-// DELETEs, discovery, a cached discovery RESTMapper and the ConfigMap
-// ledger that cfg.Self names.
+// DELETEs, discovery, a cached discovery RESTMapper, and the ConfigMaps of
+// the delete ledger and the operand cleanups that cfg.Self names.
 func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 	if cfg.Dynamic == nil {
 		dyn, err := dynamic.NewForConfig(rc)
@@ -42,9 +43,12 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 			cfg.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 		}
 	}
+	self := cfg.Self.withDefaults()
 	if cfg.Ledger == nil {
-		self := cfg.Self.withDefaults()
 		cfg.Ledger = &deletion.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.Ledger}
+	}
+	if cfg.CleanupStore == nil {
+		cfg.CleanupStore = &cleanup.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.OperandCleanup}
 	}
 	return New(cfg)
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -32,9 +33,13 @@ type pass struct {
 	results []ObjectResult
 	// marked is the set of objects the release marks for deletion.
 	marked map[payload.ObjectID]bool
-	done   int
-	doneMu sync.Mutex
-	total  int
+	// candidates are the components the release removes with CRDs marked
+	// for operand cleanup; gates holds each one's gate for this pass.
+	candidates map[string]cleanup.Candidate
+	gates      map[string]*gate
+	done       int
+	doneMu     sync.Mutex
+	total      int
 
 	// snapshots caches one LIST per (resource, namespace) that many
 	// manifests share, so a resync reads far less than once per manifest.
@@ -83,14 +88,20 @@ func (s *snapshot) take(name string) *unstructured.Unstructured {
 
 func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 	p := &pass{
-		e:         e,
-		rel:       rel,
-		opts:      opts,
-		results:   make([]ObjectResult, len(rel.Manifests)),
-		marked:    markedFor(rel),
-		groupSize: map[listKey]int{},
-		readers:   map[listKey]map[string]int{},
-		snapshots: map[listKey]*snapshot{},
+		e:          e,
+		rel:        rel,
+		opts:       opts,
+		results:    make([]ObjectResult, len(rel.Manifests)),
+		marked:     markedFor(rel),
+		candidates: map[string]cleanup.Candidate{},
+		gates:      map[string]*gate{},
+		groupSize:  map[listKey]int{},
+		readers:    map[listKey]map[string]int{},
+		snapshots:  map[listKey]*snapshot{},
+	}
+	for _, c := range cleanup.Candidates(rel) {
+		p.candidates[c.Component] = c
+		p.gates[c.Component] = &gate{}
 	}
 	for i, m := range rel.Manifests {
 		p.results[i] = ObjectResult{ID: m.ID(), File: m.Position(), Delete: m.Delete(), Action: ActionNotRun}

@@ -183,10 +183,7 @@ type resettable struct{ meta.RESTMapper }
 
 func (resettable) Reset() {}
 
-var (
-	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
-	crdGVK        = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
-)
+var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 func liveCM(name, value string, finalizers ...string) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{}

@@ -3,6 +3,7 @@ package apply
 import (
 	"time"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -59,6 +60,8 @@ type SyncResult struct {
 	Done, Total int
 	// Deletes is the ledger's view once the pass ended.
 	Deletes deletion.Summary
+	// Cleanups are the operand cleanups the engine knows once the pass ended.
+	Cleanups []cleanup.Record
 	// Walks are the runner's results of the apply and the delete walk.
 	Walks graph.PassResult
 }

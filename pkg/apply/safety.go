@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -34,6 +35,9 @@ type Self struct {
 	// PayloadStore is the PersistentVolumeClaim in Namespace that holds
 	// the release payloads.
 	PayloadStore string
+	// OperandCleanup is the ConfigMap in Namespace that keeps the operand
+	// cleanups, beside the delete ledger.
+	OperandCleanup string
 }
 
 // DefaultSelf returns the names the applier's own manifests use.
@@ -45,6 +49,7 @@ func DefaultSelf() Self {
 		ServiceAccount: "cluster-version-operator",
 		Lease:          "payload-applier",
 		PayloadStore:   "payload-applier-payloads",
+		OperandCleanup: "payload-applier-operand-cleanup",
 	}
 }
 
@@ -57,6 +62,7 @@ func (s Self) withDefaults() Self {
 	s.ServiceAccount = cmp.Or(s.ServiceAccount, def.ServiceAccount)
 	s.Lease = cmp.Or(s.Lease, def.Lease)
 	s.PayloadStore = cmp.Or(s.PayloadStore, def.PayloadStore)
+	s.OperandCleanup = cmp.Or(s.OperandCleanup, def.OperandCleanup)
 	return s
 }
 
@@ -82,6 +88,7 @@ func (s Self) protectedSet() map[payload.ObjectID]string {
 	set[payload.ObjectID{Group: "coordination.k8s.io", Kind: "Lease", Namespace: s.Namespace, Name: s.Lease}] = "the applier's leader-election Lease"
 	set[payload.ObjectID{Kind: "PersistentVolumeClaim", Namespace: s.Namespace, Name: s.PayloadStore}] = "the applier's payload store"
 	set[payload.ObjectID{Kind: "ConfigMap", Namespace: s.Namespace, Name: s.Ledger}] = "the applier's delete ledger"
+	set[payload.ObjectID{Kind: "ConfigMap", Namespace: s.Namespace, Name: s.OperandCleanup}] = "the applier's operand cleanup state"
 	set[payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Name: "version"}] = "the ClusterVersion the applier reports on"
 	return set
 }
@@ -100,6 +107,31 @@ func (e *Engine) checkDeletable(marked map[payload.ObjectID]bool, release string
 	}
 	return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
 		Message: fmt.Sprintf("refusing to delete %s: release %s has no delete manifest for it", id, release)}
+}
+
+// checkOperandDeletable is the gate before every operand DELETE of an
+// operand cleanup, the one widening of "only what a delete manifest
+// names": id must be a custom resource of crd, in its scope, while the
+// release marks crd itself for deletion and the admin's policy is Delete.
+func (e *Engine) checkOperandDeletable(marked map[payload.ObjectID]bool, policy cleanup.Policy, crd cleanup.CRD, group, kind string, id payload.ObjectID) error {
+	refuse := func(why string) error {
+		return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
+			Message: fmt.Sprintf("refusing to delete %s: %s", id, why)}
+	}
+	if why, ok := e.protectedReason(id); ok {
+		return refuse("it is " + why)
+	}
+	switch {
+	case policy != cleanup.PolicyDelete:
+		return refuse("the operand cleanup policy is not Delete")
+	case !marked[payload.ObjectID{Group: crdGVK.Group, Kind: crdGVK.Kind, Name: crd.Name}]:
+		return refuse(fmt.Sprintf("the release does not delete its CRD %s", crd.Name))
+	case id.Group != group || id.Kind != kind || id.Group != crd.Group():
+		return refuse(fmt.Sprintf("it is not served by %s", crd.Name))
+	case !crd.InScope(id.Namespace):
+		return refuse(fmt.Sprintf("namespace %s is outside the cleanup scope of %s", id.Namespace, crd.Name))
+	}
+	return nil
 }
 
 // protectedReason says why id may not be deleted. A namespace a manifest

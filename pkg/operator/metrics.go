@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 )
 
@@ -23,6 +24,8 @@ type Metrics struct {
 	deletesTotal        *prometheus.CounterVec
 	syncDuration        *prometheus.HistogramVec
 	releaseDeprecated   *prometheus.GaugeVec
+	cleanupRemaining    *prometheus.GaugeVec
+	cleanupState        *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -69,9 +72,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "payload_applier_release_deprecated",
 			Help: "1 while the cluster runs a release its update graph marks deprecated, 0 otherwise.",
 		}, []string{"version"}),
+		cleanupRemaining: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payload_applier_operand_cleanup_remaining",
+			Help: "Operands a removed component's cleanup still waits for.",
+		}, []string{"component"}),
+		cleanupState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payload_applier_operand_cleanup_state",
+			Help: "1 for the state of each removed component's operand cleanup: Waiting, Running, Completed, Aborted or Skipped.",
+		}, []string{"component", "state"}),
 	}
 	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
-		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated} {
+		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -168,4 +179,18 @@ func (m *Metrics) observeDeprecation(version string, deprecated bool) {
 		value = 1
 	}
 	m.releaseDeprecated.WithLabelValues(version).Set(value)
+}
+
+// observeCleanups sets the operand cleanup gauges, dropping components
+// whose cleanup the ledger forgot.
+func (m *Metrics) observeCleanups(recs []cleanup.Record) {
+	if m == nil {
+		return
+	}
+	m.cleanupRemaining.Reset()
+	m.cleanupState.Reset()
+	for _, r := range recs {
+		m.cleanupRemaining.WithLabelValues(r.Component).Set(float64(r.Total()))
+		m.cleanupState.WithLabelValues(r.Component, string(r.State)).Set(1)
+	}
 }

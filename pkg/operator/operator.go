@@ -73,6 +73,10 @@ type Config struct {
 	// differ between instances. Default: the host name and a random suffix.
 	Identity string
 
+	// OperandCleanupStallAfter is how long an operand cleanup may make no
+	// progress, or wait to start, before it reads as stalled or blocked;
+	// default 10 minutes.
+	OperandCleanupStallAfter time.Duration
 	// UpdateGraph, when set, is the update graph the operator reads,
 	// instead of the ClusterVersion's spec.upstream.
 	UpdateGraph updategraph.Source

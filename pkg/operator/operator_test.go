@@ -115,7 +115,7 @@ func TestUpgradeable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := upgradeableCondition(upgradeableBlockers(tt.deletes, tt.operators, tt.overrides), tt.deletes.Reappeared)
+			c := upgradeableCondition(upgradeableBlockers(tt.deletes, nil, tt.operators, tt.overrides), tt.deletes.Reappeared)
 			if c.Status != tt.status || c.Reason != tt.reason {
 				t.Fatalf("got %s/%s (%s), want %s/%s", c.Status, c.Reason, c.Message, tt.status, tt.reason)
 			}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 )
 
 // RunOptions tune the operator loop. Zero values take the defaults given.
@@ -118,7 +119,10 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			oldCV, ok1 := oldObj.(*configv1.ClusterVersion)
 			newCV, ok2 := newObj.(*configv1.ClusterVersion)
-			if ok1 && ok2 && oldCV.Generation != newCV.Generation {
+			// The spec, and the admin's operand cleanup policy, which an
+			// abort must see at once.
+			if ok1 && ok2 && (oldCV.Generation != newCV.Generation ||
+				cleanup.PolicyOf(oldCV.Annotations) != cleanup.PolicyOf(newCV.Annotations)) {
 				poke()
 			}
 		},

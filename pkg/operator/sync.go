@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -77,7 +78,11 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	if err != nil {
 		return nil, err
 	}
-	o.setUpgradeable(ctx, cv, deletes, out, now)
+	cleanups, err := o.engine.Cleanups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
 	deprecated := o.refreshUpdates(ctx, cv, cmp.Or(status.Desired.Version, out.Target), now)
 
 	rel := o.acceptTarget(ctx, cv, out, deprecated, now)
@@ -99,6 +104,11 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		o.attempt = 0
 	}
 	opts.Attempt = o.attempt
+	opts.OperandCleanup = cleanup.PolicyOf(cv.Annotations)
+	if current := precondition.LastCompletedVersion(status.History); current != "" && out.Mode == graph.ModeUpdate {
+		kind, err := precondition.Classify(current, rel.Version)
+		opts.Rollback = err == nil && kind == precondition.UpdateRollback
+	}
 	res, written, err := o.runPass(ctx, cv, rel, opts, events, now)
 	if err != nil {
 		return nil, err
@@ -114,8 +124,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	if res.Complete() {
 		status.History = completeHistory(status.History, now)
 	}
-	o.setUpgradeable(ctx, cv, res.Deletes, out, now)
+	o.setUpgradeable(ctx, cv, res.Deletes, res.Cleanups, out, now)
 	progressConditions(status, res, now)
+	o.setCleanupCondition(cv, res.Cleanups, now)
 	status.ObservedGeneration = cv.Generation
 	status.VersionHash = versionHash(rel)
 	if o.metrics != nil {
@@ -186,13 +197,13 @@ func (o *Operator) rejectTarget(cv *configv1.ClusterVersion, reason, message, ev
 }
 
 // setUpgradeable recomputes Upgradeable from deletes, ClusterOperators and overrides.
-func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersion, deletes deletion.Summary, out *Outcome, now metav1.Time) {
+func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersion, deletes deletion.Summary, cleanups []cleanup.Record, out *Outcome, now metav1.Time) {
 	cos, err := o.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{})
 	var items []configv1.ClusterOperator
 	if err == nil {
 		items = cos.Items
 	}
-	c := upgradeableCondition(upgradeableBlockers(deletes, items, cv.Spec.Overrides), deletes.Reappeared)
+	c := upgradeableCondition(upgradeableBlockers(deletes, cleanups, items, cv.Spec.Overrides), deletes.Reappeared)
 	cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)
 	out.Upgradeable = c
 	if o.metrics != nil {

@@ -8,6 +8,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
@@ -17,11 +18,14 @@ import (
 // precondition.ReasonClusterVersionOverridesSet, which the update checks
 // share.
 const (
-	ReasonDeletionInProgress   = "ResourceDeletionInProgress"
-	ReasonOperatorsNotUpgrade  = "ClusterOperatorsNotUpgradeable"
-	ReasonMultipleReasons      = "MultipleReasons"
-	ReasonAsExpected           = "AsExpected"
-	maxNamedObjectsInCondition = 10
+	ReasonDeletionInProgress  = "ResourceDeletionInProgress"
+	ReasonOperatorsNotUpgrade = "ClusterOperatorsNotUpgradeable"
+	ReasonMultipleReasons     = "MultipleReasons"
+	ReasonAsExpected          = "AsExpected"
+	// ReasonOperandCleanupInProgress: a removed component's operands are
+	// being deleted.
+	ReasonOperandCleanupInProgress = "OperandCleanupInProgress"
+	maxNamedObjectsInCondition     = 10
 )
 
 // upgradeableBlocker is one reason not to start a minor or major update.
@@ -31,8 +35,20 @@ type upgradeableBlocker struct {
 }
 
 // upgradeableBlockers gathers every source of Upgradeable=False.
-func upgradeableBlockers(deletes deletion.Summary, operators []configv1.ClusterOperator, overrides []configv1.ComponentOverride) []upgradeableBlocker {
+func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, operators []configv1.ClusterOperator, overrides []configv1.ComponentOverride) []upgradeableBlocker {
 	var out []upgradeableBlocker
+	var cleaning []string
+	for _, c := range cleanups {
+		if c.State == cleanup.Running || c.State == cleanup.Waiting {
+			cleaning = append(cleaning, fmt.Sprintf("%s (%d CRs left)", c.Component, c.Total()))
+		}
+	}
+	if len(cleaning) > 0 {
+		out = append(out, upgradeableBlocker{
+			Reason:  ReasonOperandCleanupInProgress,
+			Message: "Cluster minor or major version upgrades are not allowed while operand cleanup runs for " + strings.Join(cleaning, ", "),
+		})
+	}
 	failed := append(append([]deletion.Record(nil), deletes.Failed...), without(deletes.Stuck, deletes.Failed)...)
 	if len(failed) > 0 {
 		out = append(out, upgradeableBlocker{
