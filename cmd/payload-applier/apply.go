@@ -28,6 +28,7 @@ type applyOptions struct {
 	parallelism int
 	output      string
 	updateGraph string
+	stallAfter  time.Duration
 }
 
 func newApplyCommand() *cobra.Command {
@@ -59,6 +60,7 @@ failures, or a delete the safety gate refused; 2 invalid input or payload;
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
+	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -69,6 +71,9 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	}
 	if o.parallelism < 0 {
 		return withExitCode(exitUsage, errors.New("--parallelism must not be negative"))
+	}
+	if o.stallAfter <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
 	rel, err := payload.Load(o.payloadDir, payload.DefaultLoadOptions())
 	if err != nil {
@@ -90,6 +95,8 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		Namespace:   o.cluster.namespace,
 		Sync:        apply.SyncOptions{Parallelism: o.parallelism},
 		UpdateGraph: graphSource(o.updateGraph),
+
+		OperandCleanupStallAfter: o.stallAfter,
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

@@ -29,6 +29,7 @@ type startOptions struct {
 	identity    string
 	updateGraph string
 	graphEvery  time.Duration
+	stallAfter  time.Duration
 }
 
 func newStartCommand() *cobra.Command {
@@ -57,6 +58,7 @@ refuse updates to deprecated releases.`,
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	cmd.Flags().DurationVar(&o.graphEvery, "update-graph-refresh", 2*time.Minute, "how long a fetched update graph is reused before it is read again")
+	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	_ = cmd.MarkFlagRequired("payloads")
 	return cmd
 }
@@ -67,6 +69,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	}
 	if o.graphEvery <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--update-graph-refresh must be positive, not %s", o.graphEvery))
+	}
+	if o.stallAfter <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
@@ -84,8 +89,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		Metrics:   metrics,
 		Identity:  o.identity,
 
-		UpdateGraph:        graphSource(o.updateGraph),
-		UpdateGraphRefresh: o.graphEvery,
+		UpdateGraph:              graphSource(o.updateGraph),
+		UpdateGraphRefresh:       o.graphEvery,
+		OperandCleanupStallAfter: o.stallAfter,
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -165,5 +166,44 @@ func TestSetConditionKeepsTransitionTime(t *testing.T) {
 	conds = setCondition(conds, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionFalse}, later)
 	if !conds[0].LastTransitionTime.Equal(&later) {
 		t.Errorf("a changed status must take the new transition time")
+	}
+}
+
+func TestCleanupConditionAndUpgradeable(t *testing.T) {
+	now := time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { ts := metav1.NewTime(now.Add(-d)); return &ts }
+	running := cleanup.Record{Component: "widgets", State: cleanup.Running, StartedAt: at(time.Minute), ProgressAt: at(time.Minute),
+		Remaining: map[string]int{"Widget": 2}, Named: []cleanup.Operand{{Kind: "Widget", Namespace: "a", Name: "w1"}}}
+	stalled := running
+	stalled.ProgressAt = at(11 * time.Minute)
+	waiting := cleanup.Record{Component: "widgets", State: cleanup.Waiting, StartedAt: at(11 * time.Minute), Message: "the operator is not Available"}
+	for _, tc := range []struct {
+		name    string
+		recs    []cleanup.Record
+		status  configv1.ConditionStatus
+		reason  string
+		message string
+		blocks  bool
+	}{
+		{"running", []cleanup.Record{running}, configv1.ConditionTrue, ReasonWaitingOnCleanup, "waiting for operator to finish cleanup for 2 CRs of component widgets; remaining 2 Widget: Widget/a/w1 and 1 more", true},
+		{"stalled", []cleanup.Record{stalled}, configv1.ConditionTrue, ReasonOperandCleanupStalled, "no progress for 10m0s", true},
+		{"blocked", []cleanup.Record{waiting}, configv1.ConditionTrue, ReasonOperandCleanupBlocked, "cannot start: the operator is not Available", true},
+		{"aborted", []cleanup.Record{{Component: "widgets", State: cleanup.Aborted, Message: "no guarantee"}}, configv1.ConditionFalse, ReasonOperandCleanupAborted, "no guarantee", false},
+		{"skipped", []cleanup.Record{{Component: "widgets", State: cleanup.Skipped, Skips: []string{"rule 3 (APIUnused): in use"}}}, configv1.ConditionFalse, ReasonOperandCleanupSkipped, "rule 3", false},
+		{"the most pressing wins", []cleanup.Record{{Component: "a", State: cleanup.Completed}, stalled}, configv1.ConditionTrue, ReasonOperandCleanupStalled, "completed", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, ok := cleanupCondition(tc.recs, now, 10*time.Minute)
+			if !ok || c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
+				t.Errorf("got %s/%s %q, want %s/%s with %q", c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.message)
+			}
+			u := upgradeableCondition(upgradeableBlockers(deletion.Summary{}, tc.recs, nil, nil), nil)
+			if blocked := u.Status == configv1.ConditionFalse && u.Reason == ReasonOperandCleanupInProgress; blocked != tc.blocks {
+				t.Errorf("Upgradeable = %s/%s, want blocked=%v", u.Status, u.Reason, tc.blocks)
+			}
+		})
+	}
+	if _, ok := cleanupCondition(nil, now, time.Minute); ok {
+		t.Error("no cleanup, no condition")
 	}
 }

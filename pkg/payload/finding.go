@@ -49,6 +49,7 @@ const (
 	RuleProviderAfterConsumer Rule = "provider-after-consumer"
 	RuleVersionNotServed      Rule = "version-not-served"
 	RuleNoProvider            Rule = "no-provider"
+	RuleNoOperandCleanup      Rule = "no-operand-cleanup"
 )
 
 // Rules across an update from the previous release to this one.

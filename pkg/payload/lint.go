@@ -68,6 +68,7 @@ var releaseRules = []releaseRule{
 	checkNamespaceDeletes,
 	checkCRDDeletes,
 	checkProviders,
+	checkOperandCleanup,
 }
 
 var updateRules = []updateRule{

@@ -133,6 +133,14 @@ func checkAnnotationValues(r *Release, m *Manifest) []Finding {
 	if v, ok := value(CreateOnlyAnnotation); ok && v != "true" {
 		report(CreateOnlyAnnotation, `%s is %q, which has no effect; write "true" or remove the annotation`, CreateOnlyAnnotation, v)
 	}
+	if v, ok := value(OperandCleanupAnnotation); ok {
+		switch {
+		case v != OperandCleanupSupported:
+			report(OperandCleanupAnnotation, `%s is %q; the one value is "Supported", which lets the cluster admin opt in to deleting the CRD's custom resources before its component is removed`, OperandCleanupAnnotation, v)
+		case !m.Delete() || m.GVK.Group != "apiextensions.k8s.io" || m.GVK.Kind != "CustomResourceDefinition":
+			report(OperandCleanupAnnotation, "%s only has an effect on the delete manifest of a CustomResourceDefinition", OperandCleanupAnnotation)
+		}
+	}
 	featureSet, hasSet := value(FeatureSetAnnotation)
 	if hasSet {
 		for _, fs := range strings.Split(featureSet, ",") {

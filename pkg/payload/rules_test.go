@@ -361,7 +361,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 21 {
+	if len(AllRules) != 22 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }
@@ -422,6 +422,33 @@ spec:
     storage: true
     schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
 `},
+		},
+	})
+}
+
+func TestOperandCleanupRules(t *testing.T) {
+	crd := func(annotations string) string {
+		return "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    release.openshift.io/delete: \"true\"" + annotations + "\n"
+	}
+	operator := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: widget-operator\n  namespace: ns\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    release.openshift.io/delete: \"true\"\n"
+	runRuleCases(t, map[string]ruleCase{
+		"a component removed without operand cleanup support is warned of": {
+			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd(""), "0000_50_widgets_10_operator.yaml": operator},
+			want:  []want{{RuleNoOperandCleanup, SeverityWarning, "0000_50_widgets_00_crd.yaml", 7, "operand-cleanup"}},
+		},
+		"with Supported it is not": {
+			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd("\n    release.openshift.io/operand-cleanup: \"Supported\""), "0000_50_widgets_10_operator.yaml": operator},
+		},
+		"a CRD deleted while its component stays is not a removal": {
+			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd("")},
+		},
+		"another value is an error": {
+			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd("\n    release.openshift.io/operand-cleanup: \"supported\"")},
+			want:  []want{{RuleAnnotationValue, SeverityError, "0000_50_widgets_00_crd.yaml", 8, `the one value is "Supported"`}},
+		},
+		"on anything but a CRD's delete manifest it is an error": {
+			files: map[string]string{"0000_50_widgets_10_operator.yaml": strings.Replace(operator, "release.openshift.io/delete: \"true\"", "release.openshift.io/operand-cleanup: \"Supported\"", 1)},
+			want:  []want{{RuleAnnotationValue, SeverityError, "0000_50_widgets_10_operator.yaml", 8, "only has an effect on the delete manifest of a CustomResourceDefinition"}},
 		},
 	})
 }
