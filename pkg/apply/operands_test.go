@@ -269,3 +269,19 @@ func TestCheckOperandDeletable(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanShowsTheCleanupGate(t *testing.T) {
+	plan := PlanOffline(removal(t, supportedAnn, scopeA), PlanOptions{Mode: graph.ModeUpdate})
+	var gated []string
+	for _, a := range plan.Actions {
+		if strings.Contains(a.Reason, "behind the operand cleanup gate of component widgets") {
+			gated = append(gated, a.Manifest.File)
+			if !strings.Contains(a.Reason, "widgets.example.com in a") {
+				t.Errorf("the gate note lacks the CRD and its scope: %s", a.Reason)
+			}
+		}
+	}
+	if len(gated) != 1 || gated[0] != "0000_50_widgets_10_operator.yaml" {
+		t.Errorf("gate noted on %v, want the first delete of the chain, the operator", gated)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -147,6 +148,7 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 		}
 	}
 	p.notePacing()
+	p.noteCleanupGates(rel)
 	return p
 }
 
@@ -188,6 +190,7 @@ func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOption
 		return nil, err
 	}
 	plan.notePacing()
+	plan.noteCleanupGates(rel)
 	return plan, nil
 }
 
@@ -350,6 +353,39 @@ func (p *Plan) notePacing() {
 			}
 			blocker = a
 		}
+	}
+}
+
+// noteCleanupGates tells, on the first delete of each chain that an
+// operand cleanup gate heads, what the gate deletes first and on which
+// condition; it never simulates the gate.
+func (p *Plan) noteCleanupGates(rel *payload.Release) {
+	gates := map[string]cleanup.Candidate{}
+	for _, c := range cleanup.Candidates(rel) {
+		gates[c.Component] = c
+	}
+	for _, n := range p.Deletes.Nodes {
+		if len(n.Tasks) == 0 {
+			continue
+		}
+		a := &p.Actions[n.Tasks[0].Index]
+		c, ok := gates[a.Manifest.Component]
+		if !ok || a.Action != PlanDelete {
+			continue
+		}
+		var crds []string
+		for _, crd := range c.CRDs {
+			switch {
+			case crd.Skip != nil:
+				crds = append(crds, fmt.Sprintf("not %s (%s)", crd.Name, crd.Skip))
+			case crd.Namespaces == nil:
+				crds = append(crds, crd.Name+" in every namespace")
+			default:
+				crds = append(crds, fmt.Sprintf("%s in %s", crd.Name, strings.Join(crd.Namespaces, ", ")))
+			}
+		}
+		a.Reason = appendReason(a.Reason, fmt.Sprintf("behind the operand cleanup gate of component %s: when the ClusterVersion sets %s: Delete, the custom resources of %s go first",
+			c.Component, cleanup.PolicyAnnotation, strings.Join(crds, "; ")))
 	}
 }
 
