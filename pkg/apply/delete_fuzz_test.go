@@ -17,6 +17,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -36,14 +37,19 @@ var fuzzKinds = []fuzzKind{
 	{schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion"}, "clusterversions", true},
 	{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, "customresourcedefinitions", true},
 	{schema.GroupVersionKind{Group: "project.openshift.io", Version: "v1", Kind: "Project"}, "projects", true},
+	{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, "widgets", false},
 }
+
+// fuzzCRD serves the Widgets; its delete manifest may opt in to operand
+// cleanup, the one way an object no delete manifest names may go.
+const fuzzCRD = "widgets.example.com"
 
 // Names and namespaces are drawn from small sets that hold every protected
 // object, so that the fuzzer meets them often.
 var (
 	fuzzNames = []string{"x", "y", "kube-system", "default", "kube-public", "openshift-cluster-version",
 		"cluster-version-operator", "payload-applier-delete-ledger", "version",
-		"clusterversions.config.openshift.io", "clusteroperators.config.openshift.io"}
+		"clusterversions.config.openshift.io", "clusteroperators.config.openshift.io", fuzzCRD}
 	fuzzNamespaces = []string{"a", "openshift-cluster-version", "kube-system"}
 )
 
@@ -83,11 +89,13 @@ func (b *fuzzBytes) pick(n int) int {
 	return v % n
 }
 
-// FuzzSyncDeletes runs Engine.Sync on a random payload, cluster and ledger
-// and checks every DELETE the cluster received: its object is named by a
-// delete manifest of the release (by the scope the cluster gives its
-// kind), it is never protected, and a pass that is not an update deletes
-// only what an update claimed in the ledger.
+// FuzzSyncDeletes runs Engine.Sync on a random payload, cluster, ledger
+// and operand cleanup policy and checks every DELETE the cluster received:
+// its object is named by a delete manifest of the release (by the scope
+// the cluster gives its kind), or, in an update whose admin policy is
+// Delete, is a custom resource in the scope of a CRD the release removes
+// with operand cleanup Supported; it is never protected; and a pass that
+// is not an update deletes only what an update claimed in the ledger.
 //
 //	go test -run '^$' -fuzz FuzzSyncDeletes ./pkg/apply/
 func FuzzSyncDeletes(f *testing.F) {
@@ -112,7 +120,16 @@ func FuzzSyncDeletes(f *testing.F) {
 				ns = "" // else a stray namespace the cluster ignores
 			}
 			del := in.pick(2) == 1
-			rel.Manifests = append(rel.Manifests, fuzzManifest(i, k, ns, name, del))
+			m := fuzzManifest(i, k, ns, name, del)
+			rel.Manifests = append(rel.Manifests, m)
+			if del && k.resource == "customresourcedefinitions" && name == fuzzCRD && in.pick(2) == 0 {
+				ann := m.Obj.GetAnnotations()
+				ann[payload.OperandCleanupAnnotation] = payload.OperandCleanupSupported
+				if in.pick(2) == 0 {
+					ann[payload.OperandNamespacesAnnotation] = "a"
+				}
+				m.Obj.SetAnnotations(ann)
+			}
 			if del {
 				target := fuzzTarget{k.resource, ns, name}
 				if k.cluster {
@@ -187,8 +204,9 @@ func FuzzSyncDeletes(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		policy := []cleanup.Policy{"", cleanup.PolicyOrphan, cleanup.PolicyDelete}[in.pick(3)]
 		opts := SyncOptions{Mode: mode, Backoff: &wait.Backoff{Duration: time.Millisecond, Steps: 1},
-			DeleteSettle: 10 * time.Millisecond, EstablishTimeout: 10 * time.Millisecond}
+			DeleteSettle: 10 * time.Millisecond, EstablishTimeout: 10 * time.Millisecond, OperandCleanup: policy}
 		if _, err := e.Sync(context.Background(), rel, opts); err != nil {
 			t.Fatal(err)
 		}
@@ -197,6 +215,8 @@ func FuzzSyncDeletes(f *testing.F) {
 			switch {
 			case protectedTarget(d):
 				t.Fatalf("%s pass deleted protected %s %s/%s", mode, d.resource, d.namespace, d.name)
+			case !marked[d] && d.resource == "widgets" && policy == cleanup.PolicyDelete && mode == graph.ModeUpdate && operandInScope(rel, d.namespace):
+				// An operand of a CRD the release removes with both keys.
 			case !marked[d]:
 				t.Fatalf("%s pass deleted %s %s/%s, which no delete manifest of the release names", mode, d.resource, d.namespace, d.name)
 			case mode != graph.ModeUpdate && !claimed[d]:
@@ -204,6 +224,22 @@ func FuzzSyncDeletes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// operandInScope restates, independently of the engine, whether a Widget
+// in ns is in the scope of a delete manifest of fuzzCRD that supports
+// operand cleanup.
+func operandInScope(rel *payload.Release, ns string) bool {
+	for _, m := range rel.Manifests {
+		ann := m.Obj.GetAnnotations()
+		if m.GVK.Kind != "CustomResourceDefinition" || m.Obj.GetName() != fuzzCRD || !m.Delete() || ann[payload.OperandCleanupAnnotation] != payload.OperandCleanupSupported {
+			continue
+		}
+		if scope, ok := ann[payload.OperandNamespacesAnnotation]; !ok || scope == ns {
+			return true
+		}
+	}
+	return false
 }
 
 func fuzzManifest(index int, k fuzzKind, ns, name string, del bool) *payload.Manifest {
@@ -227,6 +263,16 @@ func fuzzObject(k fuzzKind, ns, name string, uid types.UID, terminating bool) *u
 	obj.SetNamespace(ns)
 	obj.SetName(name)
 	obj.SetUID(uid)
+	switch {
+	case k.resource == "customresourcedefinitions" && name == fuzzCRD:
+		_ = unstructured.SetNestedField(obj.Object, "example.com", "spec", "group")
+		_ = unstructured.SetNestedField(obj.Object, "widgets", "spec", "names", "plural")
+		_ = unstructured.SetNestedField(obj.Object, "Widget", "spec", "names", "kind")
+		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "v1", "served": true, "storage": true}}, "spec", "versions")
+	case k.resource == "deployments":
+		// Available, so that an operand cleanup may start.
+		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Available", "status": "True"}}, "status", "conditions")
+	}
 	if terminating {
 		ts := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		obj.SetDeletionTimestamp(&ts)
