@@ -42,6 +42,8 @@ type AuditEvent struct {
 	RequestReceivedTimestamp time.Time         `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time         `json:"stageTimestamp"`
 	Annotations              map[string]string `json:"annotations,omitempty"`
+	// RequestObject is the request's body, logged for DELETEs only.
+	RequestObject json.RawMessage `json:"requestObject,omitempty"`
 }
 
 // AuditUser is the authenticated identity of a request.

@@ -536,10 +536,13 @@ func (c *Cluster) writeKubeconfigs() error {
 
 // auditPolicy records every request at Metadata level, with all stages, so
 // both RequestReceived (written before the request is served) and
-// ResponseComplete (with the status code) are in the log.
+// ResponseComplete (with the status code) are in the log. DELETEs are
+// recorded with their body, so tests can read their preconditions.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
+- level: Request
+  verbs: ["delete"]
 - level: Metadata
 `
 
