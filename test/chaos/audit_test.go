@@ -54,6 +54,12 @@ type writeRules struct {
 //   - every other write went to an object v2 applies, the ledger, the
 //     ClusterVersion's status, or the actor's own Events and Lease.
 //
+// The scenarios never opt in to operand cleanup (no CRD delete manifest
+// says operand-cleanup: Supported, and the policy stays Orphan), so the
+// one widening of the delete rule does not apply: every DELETE must name a
+// marked object. Operand deletes are checked by FuzzSyncDeletes and the
+// operand cleanup e2e tests.
+//
 // The audit log of a DELETE has no object UID (the request body is
 // DeleteOptions), so DELETEs are counted by name. That equals a count by
 // UID because nothing creates a marked object after the install: such a
