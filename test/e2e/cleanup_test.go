@@ -289,3 +289,64 @@ func TestSwitchingToOrphanAbortsTheCleanup(t *testing.T) {
 func crdGVKOf() schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
 }
+
+func TestHeldOperandsAreListedBoundedBlockMinorUpdatesAndStall(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	w := newWidgetComponent(t, ns)
+	v100, v101 := w.releases(t, `release.openshift.io/operand-cleanup: "Supported"`)
+	removal := map[string]string{
+		"0000_50_widgets_00_crd.yaml":      w.crdManifest(`release.openshift.io/delete: "true"`, `release.openshift.io/operand-cleanup: "Supported"`),
+		"0000_50_widgets_10_operator.yaml": w.operatorManifest(`release.openshift.io/delete: "true"`)}
+	v102, v110 := writePayload(t, "1.0.2", removal), writePayload(t, "1.1.0", removal)
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	t.Cleanup(func() { w.releaseAll(t, c) })
+	for i := range 25 {
+		w.createWidget(t, c, ns, fmt.Sprintf("w%02d", i), true) // no operator: held for good
+	}
+	setCleanupPolicy(t, "Delete")
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101, "--operand-cleanup-stall-after", "2s"); code != 0 {
+		t.Fatalf("apply: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	wantE2ECondition(t, clusterVersion(t), "OperandCleanup", "True", "WaitingOnCleanup", "cleanup for 25 CRs of component widgets; remaining 25 Widget: Widget/"+ns+"/w00")
+	if msg := findCondition(clusterVersion(t), "OperandCleanup").Message; !strings.Contains(msg, "and 15 more") {
+		t.Errorf("the list must name 10 and count the rest: %s", msg)
+	}
+	started := cleanupStartedAt(t, c)
+
+	t.Log("a minor update waits for the cleanup; a z-stream goes ahead")
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v110); code != 3 || !strings.Contains(stdout+stderr, "operand cleanup runs for widgets") {
+		t.Fatalf("the minor update: exit %d, want 3 naming the cleanup\n%s\n%s", code, stdout, stderr)
+	}
+	time.Sleep(2 * time.Second)
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v102, "--operand-cleanup-stall-after", "2s"); code != 0 {
+		t.Fatalf("the z-stream: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	t.Log("no progress for the stall threshold: stalled, with the start kept across processes")
+	wantE2ECondition(t, clusterVersion(t), "OperandCleanup", "True", "OperandCleanupStalled", "no progress for 2s")
+	if again := cleanupStartedAt(t, c); again != started {
+		t.Errorf("the cleanup's start moved from %s to %s across a restart", started, again)
+	}
+	if _, err := c.kube.AppsV1().Deployments(ns).Get(context.Background(), "widget-operator", metav1.GetOptions{}); err != nil {
+		t.Fatalf("a stalled cleanup keeps the operator: %v", err)
+	}
+}
+
+// cleanupStartedAt reads the persisted start of the widgets cleanup.
+func cleanupStartedAt(t *testing.T, c *clients) string {
+	t.Helper()
+	cm, err := c.kube.CoreV1().ConfigMaps("openshift-cluster-version").Get(context.Background(), "payload-applier-operand-cleanup", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []struct {
+		Component string `json:"component"`
+		StartedAt string `json:"startedAt"`
+	}
+	if err := json.Unmarshal([]byte(cm.Data["cleanups.json"]), &recs); err != nil || len(recs) != 1 || recs[0].StartedAt == "" {
+		t.Fatalf("cleanup records %s: %v", cm.Data["cleanups.json"], err)
+	}
+	return recs[0].StartedAt
+}
