@@ -105,6 +105,12 @@ func FuzzSyncDeletes(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 2, 0, 1, 1, 1, 1, 2, 0, 0, 1, 1, 1})
 	f.Add([]byte{0, 3, 0, 0, 1, 1, 1, 5, 1, 1, 3, 2, 8, 0, 1, 1, 0, 9, 1, 1, 1, 0, 1, 3, 1, 4})
 	f.Add([]byte("a payload of a few manifests, some of them deletes, and a cluster"))
+	// An update whose admin policy is Delete removes widgets.example.com
+	// with operand cleanup Supported in namespace a; Widget kube-system/x
+	// is outside that scope.
+	f.Add([]byte{0, 1, 4, 11, 0, 0, 1, 0, 0, 2, 4, 11, 0, 0, 1, 1, 1, 6, 0, 2, 0, 1, 1, 1, 2})
+	// The same without a scope: the Widget is an operand to delete.
+	f.Add([]byte{0, 1, 4, 11, 0, 0, 1, 0, 1, 2, 4, 11, 0, 0, 1, 1, 1, 6, 0, 2, 0, 1, 1, 1, 2})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		in := fuzzBytes(data)
 		mode := []graph.Mode{graph.ModeUpdate, graph.ModeReconcile, graph.ModeInstall}[in.pick(3)]
