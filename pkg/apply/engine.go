@@ -118,7 +118,7 @@ func New(cfg Config) (*Engine, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("apply engine: %w", err)
 	}
-	cfg.Self = cfg.Self.withDefaults()
+	cfg.Self = cfg.Self.WithDefaults()
 	if cfg.CleanupStore == nil {
 		cfg.CleanupStore = &cleanup.MemoryStore{}
 	}
@@ -132,7 +132,7 @@ func New(cfg Config) (*Engine, error) {
 		mapper:        newMapper(cfg.Mapper, cfg.Clock),
 		ledger:        deletion.NewLedger(cfg.Ledger),
 		cleanups:      cleanups{store: cfg.CleanupStore},
-		protected:     cfg.Self.protectedSet(),
+		protected:     cfg.Self.Protected(),
 		recorder:      cfg.Recorder,
 		eventObj:      cfg.EventObject,
 		clock:         cfg.Clock,

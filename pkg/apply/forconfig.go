@@ -43,7 +43,7 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 			cfg.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 		}
 	}
-	self := cfg.Self.withDefaults()
+	self := cfg.Self.WithDefaults()
 	if cfg.Ledger == nil {
 		cfg.Ledger = &deletion.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.Ledger}
 	}

@@ -67,7 +67,7 @@ type PlanOptions struct {
 
 func (o *PlanOptions) setDefaults() {
 	o.Mode = cmp.Or(o.Mode, graph.ModeUpdate)
-	o.Self = o.Self.withDefaults()
+	o.Self = o.Self.WithDefaults()
 	if o.Parallelism < 1 {
 		o.Parallelism = planParallelism
 	}
@@ -128,7 +128,7 @@ func newPlan(rel *payload.Release, opts PlanOptions) *Plan {
 func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 	opts.setDefaults()
 	p := newPlan(rel, opts)
-	guard := &Engine{protected: opts.Self.protectedSet()}
+	guard := &Engine{protected: opts.Self.Protected()}
 	marked := markedFor(rel)
 	for i, m := range rel.Manifests {
 		a := &p.Actions[i]

@@ -9,7 +9,7 @@ import (
 )
 
 func TestCheckDeletable(t *testing.T) {
-	e := &Engine{protected: DefaultSelf().protectedSet()}
+	e := &Engine{protected: DefaultSelf().Protected()}
 	target := deleteManifest("ConfigMap", "ns", "x")
 	kept := deleteManifest("ConfigMap", "ns", "kept")
 	kept.Obj.SetAnnotations(nil)
@@ -66,7 +66,7 @@ func TestTheApplierRefusesToDeleteItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &Engine{protected: DefaultSelf().protectedSet()}
+	e := &Engine{protected: DefaultSelf().Protected()}
 	marked := map[payload.ObjectID]bool{}
 	for _, m := range rel.Manifests {
 		marked[m.ID()] = true

@@ -56,6 +56,7 @@ type updateRule func(prev, next *releaseIndex) []Finding
 
 var manifestRules = []manifestRule{
 	checkDeleteValue,
+	checkProtectedDelete,
 	checkAnnotationKeys,
 	checkAnnotationValues,
 	checkCapabilities,

@@ -14,6 +14,7 @@ var AllRules = []RuleInfo{
 	{RuleDuplicateInFile, SeverityError, "one file defines an object twice"},
 	{RuleReleaseMetadata, SeverityError, "release-metadata or image-references is invalid (bad metadata.url or channels values are warnings)"},
 	{RuleDeleteValue, SeverityError, `release.openshift.io/delete is anything but the string "true"`},
+	{RuleProtectedDelete, SeverityError, "a delete manifest for an object the applier never deletes: kube-system, its own namespace, Deployment, ledger, ClusterVersion, ..."},
 	{RuleUnknownAnnotation, SeverityError, "an unknown release.openshift.io/ key or include.release.openshift.io/ profile"},
 	{RuleAnnotationValue, SeverityError, "an annotation value the filters do not understand, or a value that is not a string"},
 	{RuleUnknownCapability, SeverityWarning, "capability.openshift.io/name names an unknown capability"},

@@ -361,7 +361,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 22 {
+	if len(AllRules) != 23 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }
@@ -449,6 +449,38 @@ func TestOperandCleanupRules(t *testing.T) {
 		"on anything but a CRD's delete manifest it is an error": {
 			files: map[string]string{"0000_50_widgets_10_operator.yaml": strings.Replace(operator, "release.openshift.io/delete: \"true\"", "release.openshift.io/operand-cleanup: \"Supported\"", 1)},
 			want:  []want{{RuleAnnotationValue, SeverityError, "0000_50_widgets_10_operator.yaml", 8, "only has an effect on the delete manifest of a CustomResourceDefinition"}},
+		},
+	})
+}
+
+func TestProtectedDeleteRule(t *testing.T) {
+	del := func(apiVersion, kind, ns, name string) string {
+		meta := "  name: " + name + "\n"
+		if ns != "" {
+			meta += "  namespace: " + ns + "\n"
+		}
+		return "apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata:\n" + meta +
+			"  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    release.openshift.io/delete: \"true\"\n"
+	}
+	runRuleCases(t, map[string]ruleCase{
+		"kube-public": {
+			files: map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "", "kube-public")},
+			want:  []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_ns.yaml", 7, "Namespace/kube-public is a protected namespace"}},
+		},
+		"a stray namespace on a cluster-scoped kind changes nothing": {
+			files: map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "anything", "kube-system")},
+			want:  []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_ns.yaml", 8, "a protected namespace"}},
+		},
+		"the applier's Deployment": {
+			files: map[string]string{"0000_50_a_00_d.yaml": del("apps/v1", "Deployment", "openshift-cluster-version", "cluster-version-operator")},
+			want:  []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_d.yaml", 8, "the applier's own Deployment"}},
+		},
+		"the ClusterVersion CRD": {
+			files: map[string]string{"0000_50_a_00_crd.yaml": del("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "clusterversions.config.openshift.io")},
+			want:  []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_crd.yaml", 7, "the applier's own status"}},
+		},
+		"an ordinary namespace": {
+			files: map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "", "openshift-old")},
 		},
 	})
 }

@@ -134,18 +134,37 @@ func TestCommandsHaveHelp(t *testing.T) {
 
 func TestApplyExitsOneOnARefusedDeleteAndDeletesTheRest(t *testing.T) {
 	bin, c, ns := newCLITest(t)
+	// The applier runs in ns here: the engine protects its own namespace,
+	// which lint, judging by the default names, cannot know of.
+	self := "--namespace=" + ns
+	own := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + ns + "\n  annotations:\n    " + include + "\n"
 	kubePublic := "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-public\n  annotations:\n    " + include + "\n"
 	v100 := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_old.yaml": configMap(ns, "old", "x")})
 	v101 := writePayload(t, "1.0.1", map[string]string{
 		"0000_50_demo_00_old.yaml": withDelete(configMap(ns, "old", "x")),
+		"0000_50_demo_01_ns.yaml":  withDelete(own),
+	})
+	linted := writePayload(t, "1.0.2", map[string]string{
+		"0000_50_demo_00_old.yaml": withDelete(configMap(ns, "old", "x")),
 		"0000_50_demo_01_ns.yaml":  withDelete(kubePublic),
 	})
-	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100, self); code != 0 {
 		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+
+	t.Log("lint rejects a delete of a protected object at load: exit 2, nothing applied")
 	mark := auditMark(t)
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", linted, self); code != 2 || !strings.Contains(stderr, "0000_50_demo_01_ns.yaml:") || !strings.Contains(stderr, "protected-delete") {
+		t.Fatalf("exit %d, want 2 naming the file and the rule\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	if writes := adminWrites(t, mark); len(writes) != 0 {
+		t.Errorf("a rejected payload wrote %d times: %v", len(writes), writes)
+	}
+
+	t.Log("the engine refuses what lint cannot see, and deletes the rest: exit 1")
+	mark = auditMark(t)
 	for pass := range 2 {
-		code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101)
+		code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101, self)
 		if code != 1 || !strings.Contains(stdout, "1 delete(s) refused") || !strings.Contains(stdout, "it is a protected namespace") ||
 			strings.Contains(stdout, "still in progress") {
 			t.Fatalf("pass %d: exit %d, want 1 with the refusal apart from deletes in progress\nstdout:\n%s\nstderr:\n%s", pass, code, stdout, stderr)
@@ -154,13 +173,13 @@ func TestApplyExitsOneOnARefusedDeleteAndDeletesTheRest(t *testing.T) {
 	if c.get(t, configMapGVK, ns, "old") != nil {
 		t.Error("the delete beside the refused one must go ahead")
 	}
-	if d := adminDeletes(t, mark); d["kube-public"] != 0 {
-		t.Errorf("kube-public was sent %d DELETEs", d["kube-public"])
+	if d := adminDeletes(t, mark); d[ns] != 0 {
+		t.Errorf("the applier's namespace was sent %d DELETEs", d[ns])
 	}
 
-	code, stdout, _ := runCLI(t, bin, "status")
-	if code != 0 || !strings.Contains(stdout, "Namespace/kube-public") ||
-		!strings.Contains(stdout, "Refused: refusing to delete Namespace/kube-public: it is a protected namespace") ||
+	code, stdout, _ := runCLI(t, bin, "status", self)
+	if code != 0 || !strings.Contains(stdout, "Namespace/"+ns) ||
+		!strings.Contains(stdout, "Refused: refusing to delete Namespace/"+ns+": it is a protected namespace") ||
 		!strings.Contains(stdout, "ResourceDeletionFailed") {
 		t.Fatalf("status must show the refusal on one line and Upgradeable=False ResourceDeletionFailed (exit %d):\n%s", code, stdout)
 	}

@@ -299,7 +299,9 @@ func TestProtectedObjectsAreRefused(t *testing.T) {
 	e := newEngine(t, c, ns)
 	v1 := load(t, writePayload(t, "1.0.0", map[string]string{"0000_50_demo_01_a.yaml": configMap(ns, "a", "x")}))
 	requireComplete(t, sync(t, e, v1, graph.ModeInstall))
-	v2 := load(t, writePayload(t, "1.0.1", map[string]string{
+	// Lint rejects this payload at load (protected-delete); the engine,
+	// the last gate, must refuse it too, so it is loaded unlinted.
+	v2 := loadUnlinted(t, writePayload(t, "1.0.1", map[string]string{
 		"0000_50_demo_01_a.yaml": configMap(ns, "a", "x"),
 		"0000_00_danger_00_ns.yaml": `
 apiVersion: v1

@@ -53,6 +53,17 @@ func load(t testing.TB, dir string) *payload.Release {
 	return rel
 }
 
+// loadUnlinted loads and filters dir without rejecting lint errors, for
+// tests of what the engine does with a payload lint would stop.
+func loadUnlinted(t testing.TB, dir string) *payload.Release {
+	t.Helper()
+	all, _, err := payload.LoadAll(dir)
+	if err != nil {
+		t.Fatalf("load %s: %v", dir, err)
+	}
+	return all.Filter(payload.DefaultLoadOptions())
+}
+
 // clients bundles what tests use to look at the cluster.
 type clients struct {
 	kube    kubernetes.Interface
