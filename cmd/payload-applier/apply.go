@@ -29,6 +29,7 @@ type applyOptions struct {
 	output      string
 	updateGraph string
 	stallAfter  time.Duration
+	stuckAfter  time.Duration
 }
 
 func newApplyCommand() *cobra.Command {
@@ -60,6 +61,7 @@ failures, or a delete the safety gate refused; 2 invalid input or payload;
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
+	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
@@ -71,6 +73,9 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	}
 	if o.parallelism < 0 {
 		return withExitCode(exitUsage, errors.New("--parallelism must not be negative"))
+	}
+	if o.stuckAfter <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--delete-stuck-after must be positive, not %s", o.stuckAfter))
 	}
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
@@ -93,7 +98,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	op, err := operator.NewForConfig(cfg, operator.Config{
 		Releases:    operator.LoadedRelease{Release: rel},
 		Namespace:   o.cluster.namespace,
-		Sync:        apply.SyncOptions{Parallelism: o.parallelism},
+		Sync:        apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter},
 		UpdateGraph: graphSource(o.updateGraph),
 
 		OperandCleanupStallAfter: o.stallAfter,

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 )
 
@@ -30,6 +31,7 @@ type startOptions struct {
 	updateGraph string
 	graphEvery  time.Duration
 	stallAfter  time.Duration
+	stuckAfter  time.Duration
 }
 
 func newStartCommand() *cobra.Command {
@@ -58,6 +60,7 @@ refuse updates to deprecated releases.`,
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	cmd.Flags().DurationVar(&o.graphEvery, "update-graph-refresh", 2*time.Minute, "how long a fetched update graph is reused before it is read again")
+	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	_ = cmd.MarkFlagRequired("payloads")
 	return cmd
@@ -69,6 +72,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	}
 	if o.graphEvery <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--update-graph-refresh must be positive, not %s", o.graphEvery))
+	}
+	if o.stuckAfter <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--delete-stuck-after must be positive, not %s", o.stuckAfter))
 	}
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
@@ -92,6 +98,7 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		UpdateGraph:              graphSource(o.updateGraph),
 		UpdateGraphRefresh:       o.graphEvery,
 		OperandCleanupStallAfter: o.stallAfter,
+		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter},
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

@@ -26,6 +26,7 @@ type Metrics struct {
 	releaseDeprecated   *prometheus.GaugeVec
 	cleanupRemaining    *prometheus.GaugeVec
 	cleanupState        *prometheus.GaugeVec
+	finalizerHolds      *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -76,13 +77,17 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "payload_applier_operand_cleanup_remaining",
 			Help: "Operands a removed component's cleanup still waits for.",
 		}, []string{"component"}),
+		finalizerHolds: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payload_applier_delete_finalizer_holds",
+			Help: "Objects a payload deletes that are still held, by each finalizer that holds them.",
+		}, []string{"finalizer"}),
 		cleanupState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "payload_applier_operand_cleanup_state",
 			Help: "1 for the state of each removed component's operand cleanup: Waiting, Running, Completed, Aborted or Skipped.",
 		}, []string{"component", "state"}),
 	}
 	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
-		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState} {
+		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState, m.finalizerHolds} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -134,6 +139,13 @@ func (m *Metrics) observeSync(d time.Duration, cv *configv1.ClusterVersion, res 
 func (m *Metrics) observeDeletes(deletes deletion.Summary, operators []configv1.ClusterOperator) {
 	m.deletesInProgress.Set(float64(len(deletes.InProgress)))
 	m.deleteOldestPending.Set(deletes.OldestPending.Seconds())
+	// Reset first: a finalizer that let go must not linger as a series.
+	m.finalizerHolds.Reset()
+	for _, r := range deletes.InProgress {
+		for _, f := range r.Finalizers {
+			m.finalizerHolds.WithLabelValues(f).Inc()
+		}
+	}
 	m.operatorUp.Reset()
 	m.operatorConditions.Reset()
 	for _, co := range operators {

@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
@@ -127,4 +129,23 @@ func TestSyncReadsTheUpdateGraph(t *testing.T) {
 	c.clock.Step(3 * time.Minute)
 	c.sync(t)
 	wantCondition(t, c.clusterVersion(t), configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonNoChannel)
+}
+
+func TestFinalizerHoldsGauge(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := func(name string, finalizers ...string) deletion.Record {
+		return deletion.Record{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}, State: deletion.InProgress, Finalizers: finalizers}
+	}
+	m.observeDeletes(deletion.Summary{InProgress: []deletion.Record{held("a", "example.com/a", "example.com/b"), held("b", "example.com/a")}}, nil)
+	if a, b := testutil.ToFloat64(m.finalizerHolds.WithLabelValues("example.com/a")), testutil.ToFloat64(m.finalizerHolds.WithLabelValues("example.com/b")); a != 2 || b != 1 {
+		t.Errorf("holds = %v and %v, want 2 and 1", a, b)
+	}
+	m.observeDeletes(deletion.Summary{}, nil)
+	if n := testutil.CollectAndCount(m.finalizerHolds); n != 0 {
+		t.Errorf("%d series left after every hold ended, want none", n)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -182,5 +183,33 @@ func TestApplyExitsOneOnARefusedDeleteAndDeletesTheRest(t *testing.T) {
 		!strings.Contains(stdout, "Refused: refusing to delete Namespace/"+ns+": it is a protected namespace") ||
 		!strings.Contains(stdout, "ResourceDeletionFailed") {
 		t.Fatalf("status must show the refusal on one line and Upgradeable=False ResourceDeletionFailed (exit %d):\n%s", code, stdout)
+	}
+}
+
+func TestDeleteStuckAfterDecidesWhenAHeldDeleteIsStuck(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	v100 := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_held.yaml": heldConfigMap(ns, "held")})
+	v101 := writePayload(t, "1.0.1", map[string]string{"0000_50_demo_00_held.yaml": withDelete(heldConfigMap(ns, "held"))})
+	t.Cleanup(func() {
+		c.removeFinalizers(t, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, ns, "held")
+	})
+	for _, dir := range []string{v100, v101} {
+		if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir); code != 0 {
+			t.Fatalf("apply %s: exit %d\n%s\n%s", dir, code, stdout, stderr)
+		}
+	}
+	time.Sleep(2 * time.Second)
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101); code != 0 || !strings.Contains(stdout, "Upgradeable=False ResourceDeletionInProgress") {
+		t.Fatalf("with the default of 10m the held delete is in progress, not stuck: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101, "--delete-stuck-after", "1s")
+	if code != 0 || !strings.Contains(stdout, "Upgradeable=False ResourceDeletionFailed") {
+		t.Fatalf("with --delete-stuck-after 1s the held delete reads as stuck: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if u := findCondition(clusterVersion(t), "Upgradeable"); u == nil || !strings.Contains(u.Message, "ConfigMap/"+ns+"/held") {
+		t.Errorf("Upgradeable must name the stuck delete: %+v", u)
+	}
+	if code, _, stderr := runCLI(t, bin, "apply", "--payload", v101, "--delete-stuck-after", "0s"); code != 2 || !strings.Contains(stderr, "--delete-stuck-after") {
+		t.Errorf("a non-positive threshold is a usage error: exit %d\n%s", code, stderr)
 	}
 }
