@@ -51,6 +51,7 @@ const (
 	RuleVersionNotServed      Rule = "version-not-served"
 	RuleNoProvider            Rule = "no-provider"
 	RuleNoOperandCleanup      Rule = "no-operand-cleanup"
+	RuleDestructiveDelete     Rule = "destructive-delete"
 )
 
 // Rules across an update from the previous release to this one.

@@ -70,6 +70,7 @@ var releaseRules = []releaseRule{
 	checkCRDDeletes,
 	checkProviders,
 	checkOperandCleanup,
+	checkDestructiveDeletes,
 }
 
 var updateRules = []updateRule{

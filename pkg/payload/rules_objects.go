@@ -80,3 +80,29 @@ func checkCRDDeletes(idx *releaseIndex, _ *Release) []Finding {
 	}
 	return findings
 }
+
+// checkDestructiveDeletes (destructive-delete): deleting a Namespace
+// deletes everything in it, and deleting a CRD every custom resource of
+// its kind, whoever created them. A warning, so that release CI shows it;
+// against a cluster, plan counts what would go with it.
+func checkDestructiveDeletes(idx *releaseIndex, _ *Release) []Finding {
+	var findings []Finding
+	for _, m := range idx.r.Manifests {
+		id := m.ID()
+		if !m.Delete() {
+			continue
+		}
+		if _, protected := ProtectedReason(defaultProtected, id); protected {
+			continue // protected-delete already rejects it
+		}
+		switch {
+		case id.Group == "" && id.Kind == "Namespace":
+			findings = append(findings, atKey(idx.r, m, DeleteAnnotation, RuleDestructiveDelete, SeverityWarning,
+				"deleting Namespace %s deletes every object in it, including ones no payload created; run plan against a cluster to see how many", id.Name))
+		case id.Group == "apiextensions.k8s.io" && id.Kind == "CustomResourceDefinition":
+			findings = append(findings, atKey(idx.r, m, DeleteAnnotation, RuleDestructiveDelete, SeverityWarning,
+				"deleting CustomResourceDefinition %s deletes every custom resource of its kind, including ones no payload created; run plan against a cluster to see how many", id.Name))
+		}
+	}
+	return findings
+}
