@@ -31,7 +31,7 @@ func (p *pass) claimDeletes(ctx context.Context) error {
 		if !m.Delete() {
 			continue
 		}
-		if _, ok := p.e.ledger.Get(m.ID()); !ok {
+		if _, ok := p.e.ledger.Get(p.e.identity(m)); !ok {
 			unclaimed = append(unclaimed, m)
 		}
 	}
@@ -49,7 +49,7 @@ func (p *pass) claimDeletes(ctx context.Context) error {
 // next runs the delete transition of manifest m on the ledger's record,
 // filling in what every observation of this pass shares.
 func (p *pass) next(m *payload.Manifest, obs deletion.Observation) deletion.Step {
-	obs.ID, obs.File, obs.Release = m.ID(), m.Position(), p.rel.Version
+	obs.ID, obs.File, obs.Release = p.e.identity(m), m.Position(), p.rel.Version
 	obs.Update, obs.Now = p.opts.Mode == graph.ModeUpdate, p.e.clock.Now()
 	var prev *deletion.Record
 	if r, ok := p.e.ledger.Get(obs.ID); ok {
@@ -153,7 +153,7 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 // crash the object itself shows what happened. It returns the last step
 // and, for a failed step, the error.
 func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured, rec deletion.Record) (deletion.Step, error) {
-	if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
+	if err := p.e.checkDeletable(p.marked, p.rel.Version, p.e.identity(m)); err != nil {
 		te := taskError(m, "delete", err)
 		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error(), Detail: te.Message})), te
 	}

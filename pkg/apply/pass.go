@@ -92,7 +92,7 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		rel:        rel,
 		opts:       opts,
 		results:    make([]ObjectResult, len(rel.Manifests)),
-		marked:     markedFor(rel),
+		marked:     markedFor(rel, e.identity),
 		candidates: map[string]cleanup.Candidate{},
 		gates:      map[string]*gate{},
 		groupSize:  map[listKey]int{},

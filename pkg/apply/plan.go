@@ -129,7 +129,9 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 	opts.setDefaults()
 	p := newPlan(rel, opts)
 	guard := &Engine{protected: opts.Self.Protected()}
-	marked := markedFor(rel)
+	// Offline, no RESTMapping tells a kind's scope; lint rejects a
+	// namespace on a known cluster-scoped kind.
+	marked := markedFor(rel, (*payload.Manifest).ID)
 	for i, m := range rel.Manifests {
 		a := &p.Actions[i]
 		switch {
@@ -264,7 +266,7 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	step := p.next(m, deletion.Observation{Kind: deletion.Look, Live: live})
 	a := deleteAction(m, p.opts.Mode, live, step)
 	if step.Outcome == deletion.OutcomeIssue {
-		if err := p.e.checkDeletable(p.marked, p.rel.Version, m.ID()); err != nil {
+		if err := p.e.checkDeletable(p.marked, p.rel.Version, p.e.identity(m)); err != nil {
 			a.Action, a.Reason = PlanSkip, refusal(err)
 		} else if destructive(m) {
 			switch c, err := p.e.contents(ctx, p.rel, m, live); {

@@ -3,6 +3,8 @@ package apply
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -60,14 +62,32 @@ func (e *Engine) protectedReason(id payload.ObjectID) (string, bool) {
 	return payload.ProtectedReason(e.protected, id)
 }
 
-// markedFor is the set of objects rel's delete manifests name, built once
-// per pass: a look-up per delete keeps the gate linear in the payload.
-func markedFor(rel *payload.Release) map[payload.ObjectID]bool {
+// markedFor is the set of objects rel's delete manifests name, as identity
+// gives them, built once per pass: a look-up per delete keeps the gate
+// linear in the payload.
+func markedFor(rel *payload.Release, identity func(*payload.Manifest) payload.ObjectID) map[payload.ObjectID]bool {
 	marked := map[payload.ObjectID]bool{}
 	for _, m := range rel.Manifests {
 		if m.Delete() {
-			marked[m.ID()] = true
+			marked[identity(m)] = true
 		}
 	}
 	return marked
+}
+
+// identity is the object m names as the API sees it: a namespace that a
+// manifest sets on a cluster-scoped kind is dropped, as the DELETE drops
+// it, so that the ledger, the marked set and the safety gate share one
+// identity whatever the manifest says. A kind the cluster does not serve
+// keeps the manifest's identity.
+func (e *Engine) identity(m *payload.Manifest) payload.ObjectID {
+	id := m.ID()
+	if id.Namespace == "" {
+		return id
+	}
+	mapping, err := e.mapper.m.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+	if err == nil && mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		id.Namespace = ""
+	}
+	return id
 }

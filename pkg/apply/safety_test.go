@@ -1,10 +1,18 @@
 package apply
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -43,7 +51,7 @@ func TestCheckDeletable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := e.checkDeletable(markedFor(rel), rel.Version, tt.id)
+			err := e.checkDeletable(markedFor(rel, (*payload.Manifest).ID), rel.Version, tt.id)
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected refusal: %v", err)
@@ -82,5 +90,47 @@ func TestTheApplierRefusesToDeleteItself(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s (%s) could be deleted", m.ID(), m.Position())
 		}
+	}
+}
+
+// TestScopeComesFromTheAPI: a namespace that a delete manifest sets on a
+// cluster-scoped kind is dropped from the object's identity, so that the
+// ledger, the marked set and the safety gate agree with the DELETE.
+func TestScopeComesFromTheAPI(t *testing.T) {
+	rel := planRelease(t,
+		planDoc{"0000_50_c_01_old.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: openshift-old\n  namespace: stray\n  annotations:\n    " + deleteAnn + "\n"},
+		planDoc{"0000_50_c_02_sys.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n  namespace: stray\n  annotations:\n    " + deleteAnn + "\n"})
+	rel.Version = "2"
+	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
+	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
+	namespaces := schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{namespaces: "NamespaceList"},
+		unstructuredOf("v1", "Namespace", "", "openshift-old"), unstructuredOf("v1", "Namespace", "", "kube-system"))
+	store := &deletion.MemoryStore{}
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeUpdate, DeleteSettle: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dyn.Tracker().Get(namespaces, "", "kube-system"); err != nil {
+		t.Fatal("kube-system must stay")
+	}
+	if res.Objects[1].Action != ActionRefused {
+		t.Errorf("kube-system was %s, want refused", res.Objects[1].Action)
+	}
+	if _, err := dyn.Tracker().Get(namespaces, "", "openshift-old"); err == nil {
+		t.Error("openshift-old must be deleted")
+	}
+	recs, _ := store.Load(context.Background())
+	for _, r := range recs {
+		if r.ID.Namespace != "" {
+			t.Errorf("the ledger keeps %s with the manifest's stray namespace", r.ID)
+		}
+	}
+	if len(recs) != 2 {
+		t.Errorf("%d records, want 2", len(recs))
 	}
 }
