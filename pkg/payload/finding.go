@@ -43,15 +43,16 @@ const (
 
 // Rules over the manifests that the selected profile includes.
 const (
-	RuleDuplicateObject       Rule = "duplicate-object"
-	RuleCreatedAndDeleted     Rule = "created-and-deleted"
-	RuleNamespaceDeleted      Rule = "namespace-deleted"
-	RuleAPIStillUsed          Rule = "api-still-used"
-	RuleProviderAfterConsumer Rule = "provider-after-consumer"
-	RuleVersionNotServed      Rule = "version-not-served"
-	RuleNoProvider            Rule = "no-provider"
-	RuleNoOperandCleanup      Rule = "no-operand-cleanup"
-	RuleDestructiveDelete     Rule = "destructive-delete"
+	RuleDuplicateObject          Rule = "duplicate-object"
+	RuleCreatedAndDeleted        Rule = "created-and-deleted"
+	RuleNamespaceDeleted         Rule = "namespace-deleted"
+	RuleAPIStillUsed             Rule = "api-still-used"
+	RuleProviderAfterConsumer    Rule = "provider-after-consumer"
+	RuleVersionNotServed         Rule = "version-not-served"
+	RuleNoProvider               Rule = "no-provider"
+	RuleNoOperandCleanup         Rule = "no-operand-cleanup"
+	RuleDestructiveDelete        Rule = "destructive-delete"
+	RuleNamespaceOnClusterScoped Rule = "namespace-on-cluster-scoped"
 )
 
 // Rules across an update from the previous release to this one.

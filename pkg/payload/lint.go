@@ -71,6 +71,7 @@ var releaseRules = []releaseRule{
 	checkProviders,
 	checkOperandCleanup,
 	checkDestructiveDeletes,
+	checkNamespaceScope,
 }
 
 var updateRules = []updateRule{

@@ -28,6 +28,7 @@ var AllRules = []RuleInfo{
 	{RuleProviderAfterConsumer, SeverityWarning, "a custom resource is applied before its CRD (an error with --previous when the API is new)"},
 	{RuleVersionNotServed, SeverityError, "a custom resource uses a version its CRD does not serve"},
 	{RuleNoProvider, SeverityWarning, "no CRD in the payload and no built-in API serves a kind"},
+	{RuleNamespaceOnClusterScoped, SeverityError, "metadata.namespace on a cluster-scoped kind (built-in, or a CRD of the payload)"},
 	{RuleDestructiveDelete, SeverityWarning, "a Namespace or CRD is deleted, and everything in it or of its kind with it"},
 	{RuleNoOperandCleanup, SeverityWarning, "a component's workload and CRD are deleted without operand-cleanup: Supported on the CRD"},
 	{RuleMinorLeftover, SeverityError, "a delete manifest the previous minor already had (info within a z-stream)"},

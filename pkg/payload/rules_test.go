@@ -374,7 +374,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 24 {
+	if len(AllRules) != 25 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }
@@ -485,6 +485,7 @@ func TestProtectedDeleteRule(t *testing.T) {
 			want:  []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_ns.yaml", 7, "Namespace/kube-public is a protected namespace"}},
 		},
 		"a stray namespace on a cluster-scoped kind changes nothing": {
+			ignore: []Rule{RuleNamespaceOnClusterScoped},
 			files: map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "anything", "kube-system")},
 			want:  []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_ns.yaml", 8, "a protected namespace"}},
 		},
@@ -515,6 +516,31 @@ func TestDestructiveDeleteRule(t *testing.T) {
 		},
 		"a ConfigMap delete does not": {
 			files: map[string]string{"0000_50_a_00_cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: old\n  namespace: ns\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n    release.openshift.io/delete: \"true\"\n"},
+		},
+	})
+}
+
+func TestNamespaceOnClusterScopedRule(t *testing.T) {
+	const inc = "  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n"
+	runRuleCases(t, map[string]ruleCase{
+		"a built-in cluster-scoped kind": {
+			files: map[string]string{"0000_50_a_00_cr.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: r\n  namespace: ns\n" + inc},
+			want:  []want{{RuleNamespaceOnClusterScoped, SeverityError, "0000_50_a_00_cr.yaml", 5, "ClusterRole.rbac.authorization.k8s.io is cluster-scoped"}},
+		},
+		"a kind a payload CRD serves cluster-scoped": {
+			files: map[string]string{
+				"0000_40_a_00_crd.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n" + inc +
+					"spec:\n  group: example.com\n  scope: Cluster\n  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n  versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n",
+				"0000_50_a_01_w.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: ns\n" + inc,
+			},
+			want: []want{{RuleNamespaceOnClusterScoped, SeverityError, "0000_50_a_01_w.yaml", 5, "Widget.example.com is cluster-scoped"}},
+		},
+		"a namespaced kind": {
+			files: map[string]string{"0000_50_a_00_cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: ns\n" + inc},
+		},
+		"an unknown kind is not judged": {
+			files: map[string]string{"0000_50_a_00_x.yaml": "apiVersion: example.org/v1\nkind: Thing\nmetadata:\n  name: t\n  namespace: ns\n" + inc},
+			ignore: []Rule{RuleNoProvider},
 		},
 	})
 }
