@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
@@ -335,5 +336,43 @@ metadata:
 	}
 	if len(res.Deletes.Failed) != 1 {
 		t.Errorf("the refusal must show as a failed delete for Upgradeable: %+v", res.Deletes)
+	}
+}
+
+// TestAStrayNamespaceNeitherHidesNorMovesAClusterScopedDelete: lint
+// rejects a namespace on a cluster-scoped kind at load; the engine, given
+// such a payload anyway, refuses kube-system, deletes the unprotected
+// namespace and records both without the stray namespace.
+func TestAStrayNamespaceNeitherHidesNorMovesAClusterScopedDelete(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	doomed := uniqueName(t, "doomed")
+	stray := func(name string) string {
+		return "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: " + name + "\n  namespace: " + ns + "\n  annotations:\n    " + include + "\n    release.openshift.io/delete: \"true\"\n"
+	}
+	files := map[string]string{"0000_50_sys_00_ns.yaml": stray("kube-system"), "0000_50_doomed_00_ns.yaml": stray(doomed)}
+	dir := writePayload(t, "1.0.1", files)
+	code, _, stderr := runCLI(t, bin, "apply", "--payload", dir)
+	if code != 2 || !strings.Contains(stderr, "namespace-on-cluster-scoped") || !strings.Contains(stderr, "0000_50_sys_00_ns.yaml:") {
+		t.Fatalf("exit %d, want 2 naming the file and the rule:\n%s", code, stderr)
+	}
+
+	if _, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, c, ns)
+	mark := auditMark(t)
+	res := sync(t, e, loadUnlinted(t, dir), graph.ModeUpdate)
+	for _, o := range res.Objects {
+		if o.ID.Name == "kube-system" && o.Action != apply.ActionRefused {
+			t.Errorf("kube-system was %s, want refused", o.Action)
+		}
+	}
+	if d := adminDeletes(t, mark); d["kube-system"] != 0 || d[doomed] != 1 {
+		t.Errorf("DELETEs %v: want none for kube-system and one for %s", d, doomed)
+	}
+	for _, r := range append(res.Deletes.Refused, res.Deletes.InProgress...) {
+		if r.ID.Namespace != "" {
+			t.Errorf("the ledger keeps %s with the manifest's stray namespace", r.ID)
+		}
 	}
 }
