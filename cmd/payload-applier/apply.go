@@ -49,7 +49,8 @@ still in progress are listed. The update graph (spec.upstream, or
 installed nor updated to unless --force is given.
 
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
-failures, or a delete the safety gate refused; 2 invalid input or payload;
+failures, a delete the safety gate refused, or a delete ledger that cannot
+be read (applies still run; no delete does); 2 invalid input or payload;
 3 refused by a precondition.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
@@ -156,6 +157,8 @@ func applyExit(out *operator.Outcome) error {
 		return withExitCode(exitFailed, fmt.Errorf("nothing was applied"))
 	case !out.Result.Complete():
 		return withExitCode(exitFailed, fmt.Errorf("%d of %d tasks did not apply", out.Result.Total-out.Result.Done, out.Result.Total))
+	case out.Result.LedgerErr != nil:
+		return withExitCode(exitFailed, fmt.Errorf("every task applied, but no delete ran: the delete ledger is unreadable: %w (see docs/operations.md, \"Repairing the delete ledger\")", out.Result.LedgerErr))
 	case len(out.Result.Deletes.Refused) > 0:
 		// The release completed; the objects the gate protects stay.
 		return withExitCode(exitFailed, fmt.Errorf("%d delete(s) refused: %s", len(out.Result.Deletes.Refused), out.Result.Deletes.Refused[0].LastError))

@@ -221,13 +221,20 @@ func Tasks(rel *payload.Release) []*graph.Task {
 // task failures are in the result.
 func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOptions) (*SyncResult, error) {
 	opts.setDefaults()
-	if err := e.ledger.Load(ctx); err != nil {
-		return nil, err
+	ledgerErr := e.ledger.Load(ctx)
+	var unreadable *deletion.UnreadableError
+	if ledgerErr != nil && !errors.As(ledgerErr, &unreadable) {
+		return nil, ledgerErr
 	}
 	if err := e.cleanups.load(ctx); err != nil {
 		return nil, err
 	}
 	p := newPass(e, rel, opts)
+	if unreadable != nil {
+		// Applies go ahead; no delete starts, and nothing overwrites the
+		// ledger, until someone repairs it.
+		return p.applyOnly(ctx, ledgerErr), nil
+	}
 	e.cleanups.keepOnly(p.candidates)
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
@@ -237,22 +244,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 			return nil, err
 		}
 	}
-	tasks := Tasks(rel)
-	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: opts.Mode, Attempt: opts.Attempt})
-	parallelism := opts.Parallelism
-	if parallelism == 0 {
-		parallelism = graph.RecommendedParallelism(opts.Mode, applyGraph)
-	}
-	p.prefetchSnapshots(ctx)
-	walks := graph.RunPass(ctx, graph.Pass{
-		Apply:         applyGraph,
-		ApplyFn:       p.applyTask,
-		ApplyOptions:  graph.RunOptions{Parallelism: parallelism},
-		Delete:        graph.BuildDeletes(tasks),
-		DeleteFn:      p.deleteTask,
-		DeleteOptions: graph.RunOptions{Parallelism: deleteParallelism},
-	})
-	p.waitPrefetch()
+	walks := p.run(ctx, true)
 	if err := e.cleanups.flush(ctx); err != nil {
 		e.warn("OperandCleanupNotSaved", fmt.Sprintf("The operand cleanup state could not be saved; the next pass tries again: %v", err))
 	}
@@ -264,6 +256,43 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 		e.warn("DeleteLedgerNotSaved", fmt.Sprintf("The delete ledger could not be saved; the next pass tries again: %v", err))
 	}
 	return p.result(walks), nil
+}
+
+// run walks the pass: the apply walk, then, with deletes, the delete walk.
+func (p *pass) run(ctx context.Context, deletes bool) graph.PassResult {
+	tasks := Tasks(p.rel)
+	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: p.opts.Mode, Attempt: p.opts.Attempt})
+	parallelism := p.opts.Parallelism
+	if parallelism == 0 {
+		parallelism = graph.RecommendedParallelism(p.opts.Mode, applyGraph)
+	}
+	pass := graph.Pass{
+		Apply:        applyGraph,
+		ApplyFn:      p.applyTask,
+		ApplyOptions: graph.RunOptions{Parallelism: parallelism},
+	}
+	if deletes {
+		pass.Delete, pass.DeleteFn = graph.BuildDeletes(tasks), p.deleteTask
+		pass.DeleteOptions = graph.RunOptions{Parallelism: deleteParallelism}
+	}
+	p.prefetchSnapshots(ctx)
+	walks := graph.RunPass(ctx, pass)
+	p.waitPrefetch()
+	return walks
+}
+
+// applyOnly is a pass over an unreadable ledger: every apply runs, every
+// delete is reported as not run, with why.
+func (p *pass) applyOnly(ctx context.Context, ledgerErr error) *SyncResult {
+	walks := p.run(ctx, false)
+	for i := range p.results {
+		if r := &p.results[i]; r.Delete {
+			r.Message = "not deleted: the delete ledger is unreadable"
+		}
+	}
+	r := p.result(walks)
+	r.LedgerErr = ledgerErr
+	return r
 }
 
 // Deletes reports the ledger's deletes, for Upgradeable and status.

@@ -62,6 +62,9 @@ type SyncResult struct {
 	Deletes deletion.Summary
 	// Cleanups are the operand cleanups the engine knows once the pass ended.
 	Cleanups []cleanup.Record
+	// LedgerErr is set when the delete ledger could not be read: the pass
+	// applied but deleted nothing (a *deletion.UnreadableError).
+	LedgerErr error
 	// Walks are the runner's results of the apply and the delete walk.
 	Walks graph.PassResult
 }

@@ -27,7 +27,9 @@ func CheckUpdate(ctx context.Context, engine *apply.Engine, cv *configv1.Cluster
 	carried, err := engine.CarriedDeletes(ctx)
 	rc.CarriedDeletes = carried
 	errs := precondition.DefaultList().RunAll(ctx, rc)
-	if err != nil {
+	if kind, kindErr := precondition.Classify(precondition.LastCompletedVersion(cv.Status.History), target); err != nil && kindErr == nil &&
+		(kind == precondition.UpdateMinor || kind == precondition.UpdateMajor) {
+		// The check only judges minor and major updates.
 		errs = append(errs, &precondition.Error{Nested: err, Name: precondition.NameCarriedDeletes, Reason: precondition.ReasonUnknownError,
 			Message: fmt.Sprintf("cannot tell which delete manifests the current release carried: %v", err)})
 	}

@@ -48,6 +48,19 @@ func setCondition(conds []configv1.ClusterOperatorStatusCondition, c configv1.Cl
 	return append(conds, c)
 }
 
+// ReasonDeleteLedgerUnreadable: the delete ledger's ConfigMap holds data
+// that cannot be decoded.
+const ReasonDeleteLedgerUnreadable = "DeleteLedgerUnreadable"
+
+// ledgerUnreadable is the Failing condition of an unreadable ledger: it
+// says what is wrong and how to repair it.
+func ledgerUnreadable(err error) configv1.ClusterOperatorStatusCondition {
+	return configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: ReasonDeleteLedgerUnreadable,
+		Message: fmt.Sprintf("The delete ledger cannot be read (%v). Applies go ahead; no delete starts until it is repaired: "+
+			"restore the ConfigMap from a backup, or delete it; an update in progress stays in progress and starts its deletes once the ledger reads again "+
+			"(docs/operations.md, \"Repairing the delete ledger\").", err)}
+}
+
 // removeCondition drops the condition of type t, if any.
 func removeCondition(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType) []configv1.ClusterOperatorStatusCondition {
 	return slices.DeleteFunc(conds, func(c configv1.ClusterOperatorStatusCondition) bool { return c.Type == t })

@@ -53,6 +53,12 @@ func testSyncOptions() apply.SyncOptions {
 // newFakeCluster starts a cluster whose ClusterVersion asks for version.
 func newFakeCluster(t *testing.T, releases ReleaseSource, version string) *fakeCluster {
 	t.Helper()
+	return newFakeClusterWithLedger(t, releases, version, &deletion.MemoryStore{})
+}
+
+// newFakeClusterWithLedger is newFakeCluster with the delete ledger in store.
+func newFakeClusterWithLedger(t *testing.T, releases ReleaseSource, version string, store deletion.Store) *fakeCluster {
+	t.Helper()
 	c := &fakeCluster{
 		config: configfake.NewSimpleClientset(&configv1.ClusterVersion{
 			ObjectMeta: metav1.ObjectMeta{Name: "version"},
@@ -72,7 +78,7 @@ func newFakeCluster(t *testing.T, releases ReleaseSource, version string) *fakeC
 	cfg := Config{Clock: c.clock}
 	cfg.setDefaults()
 	engine, err := apply.New(apply.Config{
-		Dynamic: c.dynamic, Mapper: staticMapper{rm}, Ledger: &deletion.MemoryStore{},
+		Dynamic: c.dynamic, Mapper: staticMapper{rm}, Ledger: store,
 		Recorder: c.events, EventObject: cfg.eventObject(), Clock: c.clock,
 	})
 	if err != nil {

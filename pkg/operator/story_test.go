@@ -2,12 +2,14 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
@@ -275,4 +277,53 @@ func TestSyncRefusesAMinorUpdateThatCarriesTheCurrentReleasesDeletes(t *testing.
 	if h := cv.Status.History[0]; h.Version != "1.1.0" || !strings.Contains(h.AcceptedRisks, "DeleteManifestsCarriedAcrossMinor") {
 		t.Errorf("history[0] = %s with accepted risks %q, want 1.1.0 naming the check", h.Version, h.AcceptedRisks)
 	}
+}
+
+// corruptible is a ledger store whose data someone broke until repaired.
+type corruptible struct {
+	deletion.MemoryStore
+	broken bool
+}
+
+func (c *corruptible) Load(ctx context.Context) ([]deletion.Record, error) {
+	if c.broken {
+		return nil, &deletion.UnreadableError{Namespace: "ns", Name: "ledger", Key: "records.json", Err: errors.New("not a list of delete records")}
+	}
+	return c.MemoryStore.Load(ctx)
+}
+
+func TestSyncReportsAnUnreadableLedgerAndKeepsApplying(t *testing.T) {
+	store := &corruptible{broken: true}
+	c := newFakeClusterWithLedger(t, storyStore(t), "1.0.0", store)
+	if out := c.sync(t); out.Result == nil || !out.Result.Complete() {
+		t.Fatalf("an install over a broken ledger must apply: %+v", out.Result)
+	}
+
+	t.Log("an update over a broken ledger applies, deletes nothing and stays in progress")
+	c.request(t, "1.0.1")
+	out := c.sync(t)
+	if out.Result == nil || out.Result.LedgerErr == nil || !c.exists("first") || !c.exists("held") {
+		t.Fatalf("result %+v: the pass must apply, report the ledger and delete nothing", out.Result)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionFailing, configv1.ConditionTrue, ReasonDeleteLedgerUnreadable, "configmap ns/ledger", "no delete starts until it is repaired")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeleteLedgerUnreadable)
+	if cv.Status.History[0].State != configv1.PartialUpdate {
+		t.Errorf("history[0] = %s %s, want 1.0.1 still partial", cv.Status.History[0].Version, cv.Status.History[0].State)
+	}
+	for _, a := range c.dynamic.Actions() {
+		if a.GetVerb() == "delete" {
+			t.Fatalf("a DELETE was sent over an unreadable ledger: %v", a)
+		}
+	}
+
+	t.Log("once repaired, the update starts its deletes and completes")
+	store.broken = false
+	out = c.sync(t)
+	if out.Mode != graph.ModeUpdate || len(out.Result.Deletes.InProgress) == 0 {
+		t.Fatalf("mode %s, deletes %+v: the repaired ledger lets the update's deletes start", out.Mode, out.Result.Deletes)
+	}
+	cv = c.clusterVersion(t)
+	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
+	wantHistory(t, cv, "1.0.1", "1.0.0")
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"hash/fnv"
 
@@ -43,6 +44,8 @@ type Outcome struct {
 	AcceptedRisks string
 	// Upgradeable is the condition as written.
 	Upgradeable configv1.ClusterOperatorStatusCondition
+	// LedgerErr is set while the delete ledger cannot be read.
+	LedgerErr error
 }
 
 // Sync runs one reconcile of the ClusterVersion: pick the target, check it,
@@ -75,7 +78,12 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		logger.Error(err, "Refreshing deletes failed")
 	}
 	deletes, err := o.engine.Deletes(ctx, o.cfg.Sync.StuckAfter)
-	if err != nil {
+	var unreadable *deletion.UnreadableError
+	switch {
+	case errors.As(err, &unreadable):
+		// Reported as Failing after the pass, which still applies.
+		out.LedgerErr = err
+	case err != nil:
 		return nil, err
 	}
 	cleanups, err := o.engine.Cleanups(ctx)
@@ -121,11 +129,17 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		cv.ResourceVersion = written.ResourceVersion
 	}
 	out.Result = res
-	if res.Complete() {
+	// An update whose deletes could not even be claimed stays in progress,
+	// so that the pass after the ledger's repair is still an update and
+	// starts them.
+	if res.Complete() && (res.LedgerErr == nil || out.Mode != graph.ModeUpdate) {
 		status.History = completeHistory(status.History, now)
 	}
 	o.setUpgradeable(ctx, cv, res.Deletes, res.Cleanups, out, now)
 	progressConditions(status, res, now)
+	if res.LedgerErr != nil {
+		status.Conditions = setCondition(status.Conditions, ledgerUnreadable(res.LedgerErr), now)
+	}
 	o.setCleanupCondition(cv, res.Cleanups, now)
 	status.ObservedGeneration = cv.Generation
 	status.VersionHash = versionHash(rel)
@@ -203,7 +217,12 @@ func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersi
 	if err == nil {
 		items = cos.Items
 	}
-	c := upgradeableCondition(upgradeableBlockers(deletes, cleanups, items, cv.Spec.Overrides), deletes.Reappeared)
+	blockers := upgradeableBlockers(deletes, cleanups, items, cv.Spec.Overrides)
+	if out.LedgerErr != nil {
+		blockers = append(blockers, upgradeableBlocker{Reason: ReasonDeleteLedgerUnreadable,
+			Message: "Cluster minor or major version upgrades are not allowed while the delete ledger is unreadable: which deletes are pending is unknown"})
+	}
+	c := upgradeableCondition(blockers, deletes.Reappeared)
 	cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)
 	out.Upgradeable = c
 	if o.metrics != nil {

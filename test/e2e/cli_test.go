@@ -12,6 +12,7 @@ import (
 	"time"
 
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -212,4 +213,48 @@ func TestDeleteStuckAfterDecidesWhenAHeldDeleteIsStuck(t *testing.T) {
 	if code, _, stderr := runCLI(t, bin, "apply", "--payload", v101, "--delete-stuck-after", "0s"); code != 2 || !strings.Contains(stderr, "--delete-stuck-after") {
 		t.Errorf("a non-positive threshold is a usage error: exit %d\n%s", code, stderr)
 	}
+}
+
+func TestACorruptLedgerIsLoudAndRepairable(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	v100 := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_old.yaml": configMap(ns, "old", "x")})
+	v101 := writePayload(t, "1.0.1", map[string]string{
+		"0000_50_demo_00_old.yaml": withDelete(configMap(ns, "old", "x")),
+		"0000_50_demo_01_new.yaml": configMap(ns, "new", "x"),
+	})
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	ledgers := c.kube.CoreV1().ConfigMaps("openshift-cluster-version")
+	garbage := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "payload-applier-delete-ledger", Namespace: "openshift-cluster-version"},
+		BinaryData: map[string][]byte{"records.json.gz": []byte("this is not gzip")}}
+	_ = ledgers.Delete(context.Background(), garbage.Name, metav1.DeleteOptions{})
+	if _, err := ledgers.Create(context.Background(), garbage, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Log("an update over the corrupt ledger applies, deletes nothing and says why")
+	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101)
+	if code != 1 || !strings.Contains(stderr, "the delete ledger is unreadable") || !strings.Contains(stderr, "payload-applier-delete-ledger") {
+		t.Fatalf("exit %d, want 1 naming the ledger\n%s\n%s", code, stdout, stderr)
+	}
+	if c.get(t, configMapGVK, ns, "new") == nil || c.get(t, configMapGVK, ns, "old") == nil {
+		t.Fatal("the applies must go ahead and the delete must wait")
+	}
+	wantE2ECondition(t, clusterVersion(t), "Failing", "True", "DeleteLedgerUnreadable", "not gzip")
+	if cm, err := ledgers.Get(context.Background(), garbage.Name, metav1.GetOptions{}); err != nil || string(cm.BinaryData["records.json.gz"]) != "this is not gzip" {
+		t.Errorf("the corrupt ledger must be left for the admin to repair, not overwritten: %v", err)
+	}
+
+	t.Log("deleting the ConfigMap repairs it: the update starts its delete")
+	if err := ledgers.Delete(context.Background(), garbage.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101); code != 0 {
+		t.Fatalf("after the repair: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if c.get(t, configMapGVK, ns, "old") != nil {
+		t.Error("the delete must run once the ledger reads again")
+	}
+	wantE2ECondition(t, clusterVersion(t), "Failing", "False", "", "")
 }

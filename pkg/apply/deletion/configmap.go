@@ -26,7 +26,24 @@ const (
 	ledgerGzipKey   = "records.json.gz"
 	ledgerPlainMax  = 256 << 10
 	configMapMaxLen = 1 << 20
+	// maxLedgerBytes bounds the records once decompressed: a ConfigMap's
+	// 1 MiB of gzip could otherwise inflate to gigabytes.
+	maxLedgerBytes = 64 << 20
 )
+
+// UnreadableError is a ledger whose stored data cannot be decoded. It is
+// not transient: someone has to repair or remove the ConfigMap, and
+// until then no new delete starts.
+type UnreadableError struct {
+	Namespace, Name, Key string
+	Err                  error
+}
+
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("configmap %s/%s, key %s: %v", e.Namespace, e.Name, e.Key, e.Err)
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
 
 // ConfigMapStore keeps the records in a ConfigMap, so that they survive
 // restarts of the applier. The CVO keeps them in memory and loses them.
@@ -51,9 +68,9 @@ func (c *ConfigMapStore) Load(ctx context.Context) ([]Record, error) {
 		return nil, err
 	}
 	c.remember(cm)
-	recs, err := decodeLedger(cm)
+	recs, key, err := decodeLedger(cm)
 	if err != nil {
-		return nil, fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
+		return nil, &UnreadableError{Namespace: c.Namespace, Name: c.Name, Key: key, Err: err}
 	}
 	return recs, nil
 }
@@ -148,28 +165,32 @@ func encodeLedger(recs []Record) (map[string]string, map[string][]byte, error) {
 	return nil, map[string][]byte{ledgerGzipKey: zbuf.Bytes()}, nil
 }
 
-// decodeLedger reads the records back from either encoding.
-func decodeLedger(cm *corev1.ConfigMap) ([]Record, error) {
+// decodeLedger reads the records back from either encoding, through a
+// size limit; key names the key it read.
+func decodeLedger(cm *corev1.ConfigMap) ([]Record, string, error) {
 	var raw []byte
 	key := ledgerDataKey
 	if z, ok := cm.BinaryData[ledgerGzipKey]; ok {
 		key = ledgerGzipKey
 		zr, err := gzip.NewReader(bytes.NewReader(z))
 		if err != nil {
-			return nil, fmt.Errorf("key %s: %w", key, err)
+			return nil, key, fmt.Errorf("not gzip data: %w", err)
 		}
-		if raw, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("key %s: %w", key, err)
+		if raw, err = io.ReadAll(io.LimitReader(zr, maxLedgerBytes+1)); err != nil {
+			return nil, key, fmt.Errorf("corrupt gzip data: %w", err)
+		}
+		if len(raw) > maxLedgerBytes {
+			return nil, key, fmt.Errorf("the records decompress to more than %d MiB", maxLedgerBytes>>20)
 		}
 	} else {
 		raw = []byte(cm.Data[ledgerDataKey])
 	}
 	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, nil
+		return nil, key, nil
 	}
 	var recs []Record
 	if err := json.Unmarshal(raw, &recs); err != nil {
-		return nil, fmt.Errorf("key %s: %w", key, err)
+		return nil, key, fmt.Errorf("not a list of delete records: %w", err)
 	}
-	return recs, nil
+	return recs, key, nil
 }

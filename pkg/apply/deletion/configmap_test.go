@@ -1,6 +1,8 @@
 package deletion
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,7 +77,7 @@ func TestConfigMapStoreEncodings(t *testing.T) {
 					t.Fatalf("records stored under %v %v, want key %s", keys(data), len(bin), tc.wantKey)
 				}
 			}
-			got, err := decodeLedger(&corev1.ConfigMap{Data: data, BinaryData: bin})
+			got, _, err := decodeLedger(&corev1.ConfigMap{Data: data, BinaryData: bin})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,4 +145,37 @@ func actionVerbs(as []clienttesting.Action) []string {
 		out = append(out, a.GetVerb())
 	}
 	return out
+}
+
+func TestAnUnreadableLedgerSaysWhyAndIsBounded(t *testing.T) {
+	var bomb bytes.Buffer
+	zw := gzip.NewWriter(&bomb)
+	zeros := make([]byte, 1<<20)
+	for range (maxLedgerBytes >> 20) + 1 {
+		if _, err := zw.Write(zeros); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		cm   *corev1.ConfigMap
+		want string
+	}{
+		"garbage":       {&corev1.ConfigMap{Data: map[string]string{ledgerDataKey: "{not json"}}, "not a list of delete records"},
+		"not gzip":      {&corev1.ConfigMap{BinaryData: map[string][]byte{ledgerGzipKey: []byte("plain")}}, "gzip"},
+		"a gzip bomb":   {&corev1.ConfigMap{BinaryData: map[string][]byte{ledgerGzipKey: bomb.Bytes()}}, "more than 64 MiB"},
+		"a wrong shape": {&corev1.ConfigMap{Data: map[string]string{ledgerDataKey: `{"id": 1}`}}, "not a list of delete records"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			tc.cm.Name, tc.cm.Namespace = "ledger", "ns"
+			store := &ConfigMapStore{Client: kubefake.NewClientset(tc.cm), Namespace: "ns", Name: "ledger"}
+			_, err := store.Load(context.Background())
+			var unreadable *UnreadableError
+			if !errors.As(err, &unreadable) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "configmap ns/ledger") {
+				t.Errorf("got %v, want an UnreadableError naming the ConfigMap and %q", err, tc.want)
+			}
+		})
+	}
 }
