@@ -314,7 +314,7 @@ func TestUpdateRules(t *testing.T) {
 		},
 		"objects in a deleted namespace are not orphans": {
 			ignore: []Rule{RuleDestructiveDelete},
-			files: map[string]string{"0000_50_a_00_ns.yaml": annotated("v1", "Namespace", "", "ns", deleted)},
+			files:  map[string]string{"0000_50_a_00_ns.yaml": annotated("v1", "Namespace", "", "ns", deleted)},
 			previous: map[string]string{
 				"0000_50_a_00_ns.yaml": annotated("v1", "Namespace", "", "ns"),
 				"0000_50_a_01_cm.yaml": cm("inside"),
@@ -447,21 +447,21 @@ func TestOperandCleanupRules(t *testing.T) {
 	runRuleCases(t, map[string]ruleCase{
 		"a component removed without operand cleanup support is warned of": {
 			ignore: []Rule{RuleDestructiveDelete},
-			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd(""), "0000_50_widgets_10_operator.yaml": operator},
-			want:  []want{{RuleNoOperandCleanup, SeverityWarning, "0000_50_widgets_00_crd.yaml", 7, "operand-cleanup"}},
+			files:  map[string]string{"0000_50_widgets_00_crd.yaml": crd(""), "0000_50_widgets_10_operator.yaml": operator},
+			want:   []want{{RuleNoOperandCleanup, SeverityWarning, "0000_50_widgets_00_crd.yaml", 7, "operand-cleanup"}},
 		},
 		"with Supported it is not": {
 			ignore: []Rule{RuleDestructiveDelete},
-			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd("\n    release.openshift.io/operand-cleanup: \"Supported\""), "0000_50_widgets_10_operator.yaml": operator},
+			files:  map[string]string{"0000_50_widgets_00_crd.yaml": crd("\n    release.openshift.io/operand-cleanup: \"Supported\""), "0000_50_widgets_10_operator.yaml": operator},
 		},
 		"a CRD deleted while its component stays is not a removal": {
 			ignore: []Rule{RuleDestructiveDelete},
-			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd("")},
+			files:  map[string]string{"0000_50_widgets_00_crd.yaml": crd("")},
 		},
 		"another value is an error": {
 			ignore: []Rule{RuleDestructiveDelete},
-			files: map[string]string{"0000_50_widgets_00_crd.yaml": crd("\n    release.openshift.io/operand-cleanup: \"supported\"")},
-			want:  []want{{RuleAnnotationValue, SeverityError, "0000_50_widgets_00_crd.yaml", 8, `the one value is "Supported"`}},
+			files:  map[string]string{"0000_50_widgets_00_crd.yaml": crd("\n    release.openshift.io/operand-cleanup: \"supported\"")},
+			want:   []want{{RuleAnnotationValue, SeverityError, "0000_50_widgets_00_crd.yaml", 8, `the one value is "Supported"`}},
 		},
 		"on anything but a CRD's delete manifest it is an error": {
 			files: map[string]string{"0000_50_widgets_10_operator.yaml": strings.Replace(operator, "release.openshift.io/delete: \"true\"", "release.openshift.io/operand-cleanup: \"Supported\"", 1)},
@@ -486,8 +486,8 @@ func TestProtectedDeleteRule(t *testing.T) {
 		},
 		"a stray namespace on a cluster-scoped kind changes nothing": {
 			ignore: []Rule{RuleNamespaceOnClusterScoped},
-			files: map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "anything", "kube-system")},
-			want:  []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_ns.yaml", 8, "a protected namespace"}},
+			files:  map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "anything", "kube-system")},
+			want:   []want{{RuleProtectedDelete, SeverityError, "0000_50_a_00_ns.yaml", 8, "a protected namespace"}},
 		},
 		"the applier's Deployment": {
 			files: map[string]string{"0000_50_a_00_d.yaml": del("apps/v1", "Deployment", "openshift-cluster-version", "cluster-version-operator")},
@@ -499,7 +499,7 @@ func TestProtectedDeleteRule(t *testing.T) {
 		},
 		"an ordinary namespace": {
 			ignore: []Rule{RuleDestructiveDelete},
-			files: map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "", "openshift-old")},
+			files:  map[string]string{"0000_50_a_00_ns.yaml": del("v1", "Namespace", "", "openshift-old")},
 		},
 	})
 }
@@ -539,7 +539,7 @@ func TestNamespaceOnClusterScopedRule(t *testing.T) {
 			files: map[string]string{"0000_50_a_00_cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: ns\n" + inc},
 		},
 		"an unknown kind is not judged": {
-			files: map[string]string{"0000_50_a_00_x.yaml": "apiVersion: example.org/v1\nkind: Thing\nmetadata:\n  name: t\n  namespace: ns\n" + inc},
+			files:  map[string]string{"0000_50_a_00_x.yaml": "apiVersion: example.org/v1\nkind: Thing\nmetadata:\n  name: t\n  namespace: ns\n" + inc},
 			ignore: []Rule{RuleNoProvider},
 		},
 	})
