@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // The ConfigMap keys that hold the records: JSON, one record per line, or
@@ -56,6 +59,8 @@ type ConfigMapStore struct {
 	// one PUT rather than a GET and a PUT.
 	mu     sync.Mutex
 	cached *corev1.ConfigMap
+	// foreign are records another writer stored that a merge kept.
+	foreign []Record
 }
 
 // Load implements Store.
@@ -81,36 +86,43 @@ func (c *ConfigMapStore) remember(cm *corev1.ConfigMap) {
 	c.cached = cm
 }
 
-// Save implements Store.
+// Save implements Store. When another writer saved since this one last
+// read (an apply beside a running operator), it merges rather than
+// overwrites: the stored records of objects this writer has no record of
+// are kept, and this writer's records win for the objects it has, as it
+// acted on them last. Foreign hands the kept records to the ledger, so
+// that its next save keeps them too.
 func (c *ConfigMapStore) Save(ctx context.Context, recs []Record) error {
-	data, binary, err := encodeLedger(recs)
-	if err != nil {
-		return fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
-	}
 	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
 	c.mu.Lock()
 	cm := c.cached
 	c.mu.Unlock()
+	merged := recs
 	for attempt := 0; ; attempt++ {
 		if cm == nil {
+			var err error
 			cm, err = cms.Get(ctx, c.Name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-					Name:      c.Name,
-					Namespace: c.Namespace,
-					Labels:    map[string]string{"app.kubernetes.io/managed-by": managedBy},
-				}}
-				cm.Data, cm.BinaryData = data, binary
-				created, err := cms.Create(ctx, cm, metav1.CreateOptions{})
-				if err != nil {
-					return err
-				}
-				c.remember(created)
-				return nil
+				return c.create(ctx, merged)
 			}
 			if err != nil {
 				return err
 			}
+			if attempt > 0 {
+				stored, key, err := decodeLedger(cm)
+				if err != nil {
+					return &UnreadableError{Namespace: c.Namespace, Name: c.Name, Key: key, Err: err}
+				}
+				var foreign []Record
+				merged, foreign = mergeRecords(recs, stored)
+				c.mu.Lock()
+				c.foreign = append(c.foreign, foreign...)
+				c.mu.Unlock()
+			}
+		}
+		data, binary, err := encodeLedger(merged)
+		if err != nil {
+			return fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
 		}
 		cm = cm.DeepCopy()
 		cm.Data, cm.BinaryData = data, binary
@@ -119,16 +131,63 @@ func (c *ConfigMapStore) Save(ctx context.Context, recs []Record) error {
 			c.remember(updated)
 			return nil
 		}
-		// Someone else wrote it (or removed it) since we last looked: the
-		// records in memory are the truth, so read the latest version and
-		// write them again.
-		if attempt == 0 && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+		// Someone else wrote it (or removed it) since this writer last
+		// looked: read the latest version and merge.
+		if attempt < 3 && (apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
 			cm = nil
 			continue
 		}
 		c.remember(nil)
 		return err
 	}
+}
+
+// create writes the ConfigMap for the first time.
+func (c *ConfigMapStore) create(ctx context.Context, recs []Record) error {
+	data, binary, err := encodeLedger(recs)
+	if err != nil {
+		return fmt.Errorf("configmap %s/%s: %w", c.Namespace, c.Name, err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Name:      c.Name,
+		Namespace: c.Namespace,
+		Labels:    map[string]string{"app.kubernetes.io/managed-by": managedBy},
+	}}
+	cm.Data, cm.BinaryData = data, binary
+	created, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Create(ctx, cm, metav1.CreateOptions{})
+	if err != nil {
+		return err
+	}
+	c.remember(created)
+	return nil
+}
+
+// Foreign returns, once, the records another writer stored that a merge
+// kept: the ledger adds them to memory.
+func (c *ConfigMapStore) Foreign() []Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.foreign
+	c.foreign = nil
+	return out
+}
+
+// mergeRecords is ours plus the stored records of the objects ours has no
+// record of, sorted as the ledger saves them; foreign lists the latter.
+func mergeRecords(ours, stored []Record) (merged, foreign []Record) {
+	have := make(map[payload.ObjectID]bool, len(ours))
+	for _, r := range ours {
+		have[r.ID] = true
+	}
+	merged = append([]Record(nil), ours...)
+	for _, r := range stored {
+		if !have[r.ID] {
+			merged = append(merged, r)
+			foreign = append(foreign, r)
+		}
+	}
+	sort.Slice(merged, func(i, j int) bool { return merged[i].ID.String() < merged[j].ID.String() })
+	return merged, foreign
 }
 
 // encodeLedger renders records as the ConfigMap's data: plain JSON while it

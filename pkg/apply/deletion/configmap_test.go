@@ -179,3 +179,62 @@ func TestAnUnreadableLedgerSaysWhyAndIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoWritersLoseNothing: an apply and an operator each load the
+// ledger, claim a delete and save. The second save meets the first's: it
+// merges, and the second writer's memory learns the first one's claim,
+// so that its next save keeps it too.
+func TestTwoWritersLoseNothing(t *testing.T) {
+	ctx := context.Background()
+	kube := kubefake.NewClientset()
+	// The fake does not check resourceVersions: answer a stale one as the
+	// apiserver does.
+	kube.PrependReactor("update", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj := a.(clienttesting.UpdateAction).GetObject().(*corev1.ConfigMap)
+		live, err := kube.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, obj.Namespace, obj.Name)
+		if err == nil && live.(*corev1.ConfigMap).ResourceVersion != obj.ResourceVersion {
+			return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, obj.Name, errors.New("stale"))
+		}
+		obj = obj.DeepCopy()
+		obj.ResourceVersion = fmt.Sprint(time.Now().UnixNano())
+		return true, obj, kube.Tracker().Update(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, obj, obj.Namespace)
+	})
+	if _, err := kube.CoreV1().ConfigMaps("ns").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: "ns", ResourceVersion: "1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	writer := func() *Ledger {
+		l := NewLedger(&ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"})
+		if err := l.Load(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	operator, apply := writer(), writer()
+	rec := func(name string) Record {
+		return Record{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}, Release: "2", State: Pending}
+	}
+	if err := operator.PutAll(ctx, []Record{rec("a")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.PutAll(ctx, []Record{rec("b")}); err != nil {
+		t.Fatal(err)
+	}
+	apply.Set(Record{ID: rec("b").ID, Release: "2", State: InProgress})
+	if err := apply.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := (&ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"}).Load(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range stored {
+		names = append(names, r.ID.Name+":"+string(r.State))
+	}
+	if strings.Join(names, " ") != "a:Pending b:InProgress" {
+		t.Errorf("stored %v, want both writers' claims", names)
+	}
+	if _, ok := apply.Get(rec("a").ID); !ok {
+		t.Error("the merging writer's memory must learn the other's claim")
+	}
+}

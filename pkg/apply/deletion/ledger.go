@@ -17,6 +17,12 @@ type Store interface {
 	Save(ctx context.Context, records []Record) error
 }
 
+// A mergingStore keeps, when a save meets another writer's, the records
+// only the other writer has; Foreign hands them over once.
+type mergingStore interface {
+	Foreign() []Record
+}
+
 // Ledger is the in-memory view of the store, safe for concurrent delete
 // chains. Changes are made in memory (Set) and reach the store on Flush,
 // which commits in groups: one save carries every change made before it
@@ -141,6 +147,16 @@ func (l *Ledger) Flush(ctx context.Context) error {
 		}
 		if upTo > l.stored {
 			l.stored = upTo
+		}
+		if ms, ok := l.store.(mergingStore); ok {
+			// Another writer's records, kept by the store, join memory
+			// so that the next save keeps them too.
+			for _, r := range ms.Foreign() {
+				if _, mine := l.records[r.ID]; !mine {
+					r := r
+					l.records[r.ID] = &r
+				}
+			}
 		}
 	}
 	l.mu.Unlock()
