@@ -30,6 +30,8 @@ type applyOptions struct {
 	updateGraph string
 	stallAfter  time.Duration
 	stuckAfter  time.Duration
+	leaseWait   time.Duration
+	ignoreLease bool
 }
 
 func newApplyCommand() *cobra.Command {
@@ -48,6 +50,11 @@ still in progress are listed. The update graph (spec.upstream, or
 --update-graph) is read as 'start' reads it: a deprecated release is neither
 installed nor updated to unless --force is given.
 
+Apply holds the operator's leader-election Lease while it runs, so that a
+running 'payload-applier start' waits; when another instance holds it,
+apply refuses (exit 1, naming the holder) unless --lease-wait lets it wait
+or --ignore-lease lets it write beside it.
+
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, a delete the safety gate refused, or a delete ledger that cannot
 be read (applies still run; no delete does); 2 invalid input or payload;
@@ -62,6 +69,8 @@ be read (applies still run; no delete does); 2 invalid input or payload;
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
+	cmd.Flags().DurationVar(&o.leaseWait, "lease-wait", 0, "wait this long for the operator's Lease when another instance holds it; 0 refuses at once")
+	cmd.Flags().BoolVar(&o.ignoreLease, "ignore-lease", false, "apply without the operator's Lease, beside a running operator (the ledger merges both writers' records)")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	_ = cmd.MarkFlagRequired("payload")
@@ -112,23 +121,37 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	}
 	op.StartEvents()
 	defer op.Shutdown()
-	if err := op.RequestRelease(ctx, rel.Version, o.force); err != nil {
-		return withExitCode(exitFailed, err)
-	}
-
-	events := make(chan apply.Event, 64)
-	printed := make(chan struct{})
-	printer := newProgressPrinter(cmd.ErrOrStderr(), o.output == "text")
-	go func() {
-		defer close(printed)
-		for ev := range events {
-			printer.event(ev)
+	var out *operator.Outcome
+	sync := func(ctx context.Context) error {
+		if err := op.RequestRelease(ctx, rel.Version, o.force); err != nil {
+			return err
 		}
-	}()
-	out, err := op.Sync(ctx, events)
-	close(events)
-	<-printed
-	printer.finish()
+		events := make(chan apply.Event, 64)
+		printed := make(chan struct{})
+		printer := newProgressPrinter(cmd.ErrOrStderr(), o.output == "text")
+		go func() {
+			defer close(printed)
+			for ev := range events {
+				printer.event(ev)
+			}
+		}()
+		var err error
+		out, err = op.Sync(ctx, events)
+		close(events)
+		<-printed
+		printer.finish()
+		return err
+	}
+	if o.ignoreLease {
+		err = sync(ctx)
+	} else {
+		// The operator's Lease keeps `start` from writing meanwhile.
+		err = op.HoldLease(ctx, o.leaseWait, sync)
+	}
+	var held *operator.LeaseHeldError
+	if errors.As(err, &held) {
+		return withExitCode(exitFailed, fmt.Errorf("%w: nothing was applied; wait for it with --lease-wait, stop it, or pass --ignore-lease to write beside it", held))
+	}
 	if err != nil {
 		return withExitCode(exitFailed, err)
 	}

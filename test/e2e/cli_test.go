@@ -12,9 +12,11 @@ import (
 	"time"
 
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 )
 
 // buildCLI builds payload-applier once per test binary.
@@ -257,4 +259,57 @@ func TestACorruptLedgerIsLoudAndRepairable(t *testing.T) {
 		t.Error("the delete must run once the ledger reads again")
 	}
 	wantE2ECondition(t, clusterVersion(t), "Failing", "False", "", "")
+}
+
+func TestApplyHoldsTheOperatorsLease(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	dir := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_a.yaml": configMap(ns, "a", "x")})
+	leases := c.kube.CoordinationV1().Leases("openshift-cluster-version")
+	ctx := context.Background()
+	hold := func(holder string, renewed time.Time) {
+		t.Helper()
+		_ = leases.Delete(ctx, "payload-applier", metav1.DeleteOptions{})
+		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "payload-applier", Namespace: "openshift-cluster-version"},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](60),
+				RenewTime: &metav1.MicroTime{Time: renewed}, AcquireTime: &metav1.MicroTime{Time: renewed}}}
+		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = leases.Delete(ctx, "payload-applier", metav1.DeleteOptions{}) })
+	// Bootstrap creates the namespace; a first apply ignoring the Lease does it.
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir, "--ignore-lease"); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	t.Log("a Lease another instance renews makes apply refuse, naming it")
+	hold("operator-7f9c", time.Now())
+	mark := auditMark(t)
+	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir)
+	if code != 1 || !strings.Contains(stderr, `"operator-7f9c", holds the applier's Lease`) || !strings.Contains(stderr, "--lease-wait") {
+		t.Fatalf("exit %d, want 1 naming the holder\n%s\n%s", code, stdout, stderr)
+	}
+	for _, w := range adminWrites(t, mark) {
+		if w.ObjectRef != nil && w.ObjectRef.Resource != "events" {
+			t.Errorf("a refused apply wrote %s", w)
+		}
+	}
+
+	t.Log("--ignore-lease writes beside it")
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir, "--ignore-lease"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	t.Log("a Lease its holder stopped renewing is taken over, and released after")
+	hold("crashed-instance", time.Now().Add(-2*time.Minute))
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	lease, err := leases.Get(ctx, "payload-applier", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := ptr.Deref(lease.Spec.HolderIdentity, ""); h != "" || ptr.Deref(lease.Spec.LeaseTransitions, 0) != 1 {
+		t.Errorf("lease holder %q, transitions %d: want it taken over once and released", h, ptr.Deref(lease.Spec.LeaseTransitions, 0))
+	}
 }
