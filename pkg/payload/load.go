@@ -3,6 +3,7 @@ package payload
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -74,13 +75,18 @@ func LoadAll(dir string) (*Release, []Finding, error) {
 	var findings []Finding
 
 	metaFile := path.Join(l.metaDir, ReleaseMetadataFile)
-	data, err := readMetadata(dir, metaFile, l)
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer root.Close()
+	data, err := readMetadata(root, dir, metaFile)
 	if err != nil {
 		return nil, nil, err
 	}
 	findings = append(findings, parseReleaseMetadata(r, metaFile, data)...)
 	refsFile := path.Join(l.metaDir, ImageReferencesFile)
-	data, err = readMetadata(dir, refsFile, l)
+	data, err = readMetadata(root, dir, refsFile)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -88,7 +94,7 @@ func LoadAll(dir string) (*Release, []Finding, error) {
 
 	var files []string
 	for _, d := range l.dirs {
-		entries, err := os.ReadDir(filepath.Join(dir, d))
+		entries, err := fs.ReadDir(root.FS(), d)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -99,7 +105,7 @@ func LoadAll(dir string) (*Release, []Finding, error) {
 			files = append(files, path.Join(d, e.Name()))
 		}
 	}
-	results, err := parseFiles(dir, files)
+	results, err := parseFiles(root, files)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -120,8 +126,8 @@ func LoadAll(dir string) (*Release, []Finding, error) {
 	return r, findings, nil
 }
 
-func readMetadata(dir, file string, l layout) ([]byte, error) {
-	data, err := os.ReadFile(filepath.Join(dir, file))
+func readMetadata(root *os.Root, dir, file string) ([]byte, error) {
+	data, err := readFile(root, file)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s has no %s; expected %s (CVO layout) or %s (flat layout, as `oc adm release extract` writes)",
 			ErrMissingMetadata, dir, file,
@@ -137,7 +143,7 @@ type fileResult struct {
 
 // parseFiles reads and parses files with a bounded pool of workers, one
 // result per file by index so that payload order is kept without locks.
-func parseFiles(dir string, files []string) ([]fileResult, error) {
+func parseFiles(root *os.Root, files []string) ([]fileResult, error) {
 	results := make([]fileResult, len(files))
 	readErrs := make([]error, len(files))
 	workers := runtime.GOMAXPROCS(0)
@@ -151,7 +157,7 @@ func parseFiles(dir string, files []string) ([]fileResult, error) {
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				data, err := os.ReadFile(filepath.Join(dir, files[i]))
+				data, err := readFile(root, files[i])
 				if err != nil {
 					readErrs[i] = err
 					continue

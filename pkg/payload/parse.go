@@ -130,6 +130,10 @@ func parseFile(rel string, data []byte) ([]*Manifest, []Finding) {
 		if !ok {
 			continue
 		}
+		if len(doc.text) > MaxObjectBytes {
+			problem(line, 1, RuleParseError, "the document is %d bytes, more than the %.1f MiB that etcd stores in one object", len(doc.text), float64(MaxObjectBytes)/(1<<20))
+			continue
+		}
 		parsed, err := parseDocument(doc.text)
 		if err != nil {
 			l, c, msg := describeParseError(err, doc, line)
