@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -186,5 +188,19 @@ func TestRunMapsLintExitCodes(t *testing.T) {
 	}
 	if code := run([]string{"lint"}); code != exitUsage {
 		t.Errorf("run without DIR exit %d, want %d", code, exitUsage)
+	}
+}
+
+func TestACrashExitsSeventyNotTwo(t *testing.T) {
+	defer func(orig func() *cobra.Command) { newRoot = orig }(newRoot)
+	newRoot = func() *cobra.Command {
+		return &cobra.Command{Use: "crash", RunE: func(*cobra.Command, []string) error {
+			var m map[string]int
+			m["boom"]++ // a nil map write: a bug
+			return nil
+		}}
+	}
+	if code := run(nil); code != exitInternal {
+		t.Errorf("a panic exited %d, want %d", code, exitInternal)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -31,6 +32,8 @@ const (
 	exitFailed  = 1 // lint errors, task failures
 	exitUsage   = 2 // invalid input, unreadable payload, bad flags
 	exitRefused = 3 // refused by a precondition
+	// exitInternal is a crash: a bug. 70 is EX_SOFTWARE of sysexits.h.
+	exitInternal = 70
 )
 
 func newRootCommand() *cobra.Command {
@@ -52,8 +55,19 @@ func newRootCommand() *cobra.Command {
 	return root
 }
 
-func run(args []string) int {
-	root := newRootCommand()
+// newRoot builds the command tree; tests replace it.
+var newRoot = newRootCommand
+
+func run(args []string) (code int) {
+	// A crash is a bug, not invalid input: it must not exit 2 as Go's
+	// panic does, which scripts read as "the payload is invalid".
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "internal error (a bug in payload-applier; please report it with this trace): %v\n%s", r, debug.Stack())
+			code = exitInternal
+		}
+	}()
+	root := newRoot()
 	root.SetArgs(args)
 	err := root.Execute()
 	if err != nil {

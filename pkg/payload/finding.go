@@ -33,6 +33,7 @@ const (
 // Rules over each manifest, whichever profile includes it.
 const (
 	RuleDeleteValue       Rule = "delete-value"
+	RuleInvalidName       Rule = "invalid-name"
 	RuleProtectedDelete   Rule = "protected-delete"
 	RuleUnknownAnnotation Rule = "unknown-annotation"
 	RuleAnnotationValue   Rule = "annotation-value"

@@ -9,9 +9,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/openshift/library-go/pkg/manifest"
+	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -63,6 +66,30 @@ func splitDocuments(data []byte) ([]document, *document, error) {
 			next = pos + end + 1
 		}
 		l := data[pos:next]
+		if bytes.HasPrefix(l, []byte("...")) && isMarker(l[3:]) {
+			// A document end: only blank lines and comments may follow
+			// until the next "---"; the parser drops anything else.
+			docs = append(docs, document{text: data[start:pos], line: startLine})
+			rest := next
+			for restLine := line + 1; rest < len(data); restLine++ {
+				e := bytes.IndexByte(data[rest:], '\n')
+				stop := len(data)
+				if e >= 0 {
+					stop = rest + e + 1
+				}
+				r := data[rest:stop]
+				if bytes.HasPrefix(r, []byte("---")) {
+					break
+				}
+				if t := bytes.TrimSpace(r); len(t) > 0 && t[0] != '#' {
+					return nil, &document{text: r, line: restLine}, fmt.Errorf("text after the document end marker \"...\" on line %d, which the parser ignores; remove it, or start a new document with \"---\"", line)
+				}
+				rest = stop
+			}
+			start, startLine = next, line+1
+			pos = next
+			continue
+		}
 		if bytes.HasPrefix(l, []byte("---")) {
 			trimmed := bytes.TrimSpace(l[3:])
 			if len(trimmed) > 0 && trimmed[0] != '#' {
@@ -75,6 +102,53 @@ func splitDocuments(data []byte) ([]document, *document, error) {
 	}
 	docs = append(docs, document{text: data[start:], line: startLine})
 	return docs, nil, nil
+}
+
+// malformed says what library-go accepts but the API would not: no
+// apiVersion, or annotations or labels that are not a mapping, which
+// library-go drops without a word (and a manifest without annotations is
+// excluded from every profile).
+func malformed(m *Manifest) string {
+	if m.Obj.GetAPIVersion() == "" {
+		return "document has no apiVersion"
+	}
+	for _, field := range []string{"annotations", "labels"} {
+		v, found, _ := unstructured.NestedFieldNoCopy(m.Obj.Object, "metadata", field)
+		if _, isMap := v.(map[string]any); found && v != nil && !isMap {
+			return fmt.Sprintf("metadata.%s is %s, not a mapping of strings; the parser drops it", field, describeValue(v))
+		}
+	}
+	return ""
+}
+
+// invalidName says why metadata.name or metadata.namespace could not name
+// an object: every API refuses a name that is not a path segment, has
+// control characters, or is longer than 253 characters.
+func invalidName(m *Manifest) string {
+	for _, f := range []struct{ field, value string }{{"metadata.name", m.Obj.GetName()}, {"metadata.namespace", m.Obj.GetNamespace()}} {
+		if f.value == "" {
+			continue
+		}
+		var problems []string
+		if len(f.value) > 253 {
+			problems = append(problems, fmt.Sprintf("is %d characters long, more than 253", len(f.value)))
+		}
+		if strings.IndexFunc(f.value, unicode.IsControl) >= 0 {
+			problems = append(problems, "holds a control character")
+		}
+		problems = append(problems, validationpath.IsValidPathSegmentName(f.value)...)
+		if len(problems) > 0 {
+			return fmt.Sprintf("%s %q is not a valid Kubernetes name: %s", f.field, truncate(f.value, 60), strings.Join(problems, "; "))
+		}
+	}
+	return ""
+}
+
+// isMarker reports whether what follows "---" or "..." on its line is
+// only spaces or a comment.
+func isMarker(rest []byte) bool {
+	t := bytes.TrimSpace(rest)
+	return len(t) == 0 || t[0] == '#'
 }
 
 // contentLine returns the first line of text that is neither blank nor a
@@ -151,6 +225,14 @@ func parseFile(rel string, data []byte) ([]*Manifest, []Finding) {
 				srcLine:   doc.line,
 			}
 			m.OriginalFilename = base
+			if why := malformed(m); why != "" {
+				problem(line, 1, RuleParseError, "%s", why)
+				continue
+			}
+			if why := invalidName(m); why != "" {
+				problem(line, 1, RuleInvalidName, "%s", why)
+				continue
+			}
 			id := m.ID()
 			if first, dup := firstSeen[id]; dup {
 				problem(line, 1, RuleDuplicateInFile, "%s is defined twice in this file, first at line %d; library-go and the CVO reject the file, so keep one definition", id, first.Line)
@@ -176,7 +258,9 @@ func parseDocument(text []byte) (ms []manifest.Manifest, err error) {
 	}()
 	js := bytes.TrimSpace(text)
 	if len(js) == 0 || js[0] != '{' || !json.Valid(js) {
-		if js, err = yaml.YAMLToJSON(text); err != nil {
+		// Strict: a key set twice in a mapping is an error, not a silent
+		// "last one wins" that could hide a delete annotation.
+		if js, err = yaml.YAMLToJSONStrict(text); err != nil {
 			return nil, err
 		}
 		js = bytes.TrimSpace(js)
@@ -198,6 +282,9 @@ var (
 	yamlLinePattern = regexp.MustCompile(`yaml: line (\d+): `)
 	missingKind     = regexp.MustCompile(`Object 'Kind' is missing`)
 	missingVersion  = regexp.MustCompile(`Object 'apiVersion' is missing`)
+	duplicateKey    = regexp.MustCompile(`line (\d+): key ("[^"]*"|\S+) already set in map`)
+	// goTypes finds the Go type names that encoding/json puts in its errors.
+	goTypes = regexp.MustCompile(`(?:Go struct field |Go value of type )(\S+)(?: of type (\S+))?`)
 )
 
 // describeParseError turns a library-go parse error into a position in the
@@ -216,6 +303,12 @@ func describeParseError(err error, doc document, line int) (int, int, string) {
 	case strings.Contains(msg, "must contain kubernetes required fields kind and name"):
 		return line, 1, "metadata.name is missing or not a string (quote names such as y, no or 123)"
 	}
+	if m := duplicateKey.FindStringSubmatch(msg); m != nil {
+		if n, convErr := strconv.Atoi(m[1]); convErr == nil {
+			return doc.line + n - 1, 1, fmt.Sprintf("key %s is set twice in one mapping; the later one would silently replace the first (a second annotations: hides the first one's keys)", m[2])
+		}
+	}
+	msg = withoutGoTypes(msg)
 	if m := yamlLinePattern.FindStringSubmatchIndex(msg); m != nil {
 		n, convErr := strconv.Atoi(msg[m[2]:m[3]])
 		if convErr == nil {
@@ -224,6 +317,42 @@ func describeParseError(err error, doc document, line int) (int, int, string) {
 	}
 	msg = strings.TrimPrefix(msg, "error parsing: ")
 	return line, 1, "cannot parse document: " + truncate(msg, 200)
+}
+
+// withoutGoTypes rewrites the Go type names encoding/json puts in its
+// errors ("Go struct field ObjectMeta.metadata.annotations of type
+// map[string]string") in the payload's words.
+func withoutGoTypes(msg string) string {
+	return goTypes.ReplaceAllStringFunc(msg, func(s string) string {
+		m := goTypes.FindStringSubmatch(s)
+		field := m[1]
+		if i := strings.IndexByte(field, '.'); i >= 0 && strings.HasPrefix(s, "Go struct field") {
+			field = field[i+1:]
+		}
+		if strings.HasPrefix(s, "Go struct field") {
+			return "field " + field + describeGoType(m[2])
+		}
+		return "a value of the wrong kind"
+	})
+}
+
+// describeGoType names a Go type as YAML would: a mapping, a list, a string.
+func describeGoType(t string) string {
+	switch {
+	case t == "":
+		return ""
+	case strings.HasPrefix(t, "map["):
+		return ", which must be a mapping"
+	case strings.HasPrefix(t, "[]"):
+		return ", which must be a list"
+	case t == "string":
+		return ", which must be a string"
+	case strings.HasPrefix(t, "int") || strings.HasPrefix(t, "float"):
+		return ", which must be a number"
+	case t == "bool":
+		return ", which must be true or false"
+	}
+	return ""
 }
 
 // offsetPosition converts a byte offset into a 1-based line and column.

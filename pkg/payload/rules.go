@@ -12,6 +12,7 @@ type RuleInfo struct {
 var AllRules = []RuleInfo{
 	{RuleParseError, SeverityError, "a document does not parse, or lacks apiVersion, kind or metadata.name"},
 	{RuleDuplicateInFile, SeverityError, "one file defines an object twice"},
+	{RuleInvalidName, SeverityError, "metadata.name or metadata.namespace is no valid Kubernetes name (a path segment, no control characters, at most 253 characters)"},
 	{RuleReleaseMetadata, SeverityError, "release-metadata or image-references is invalid (bad metadata.url or channels values are warnings)"},
 	{RuleDeleteValue, SeverityError, `release.openshift.io/delete is anything but the string "true"`},
 	{RuleProtectedDelete, SeverityError, "a delete manifest for an object the applier never deletes: kube-system, its own namespace, Deployment, ledger, ClusterVersion, ..."},

@@ -87,6 +87,11 @@ func describeValue(v any) string {
 func checkAnnotationKeys(r *Release, m *Manifest) []Finding {
 	var findings []Finding
 	for _, key := range sortedKeys(rawAnnotations(m)) {
+		if known, ok := caseVariant(key); ok {
+			findings = append(findings, atKey(r, m, key, RuleUnknownAnnotation, SeverityError,
+				"annotation %s differs from %s only by case; annotation keys are case-sensitive, so it has no effect", key, known))
+			continue
+		}
 		switch {
 		case strings.HasPrefix(key, releasePrefix):
 			if contains(knownReleaseAnnotations, key) {
@@ -106,6 +111,24 @@ func checkAnnotationKeys(r *Release, m *Manifest) []Finding {
 		}
 	}
 	return findings
+}
+
+// caseVariant returns the key the applier reads that key spells with
+// other case, as Release.OpenShift.io/delete spells release.openshift.io/delete.
+func caseVariant(key string) (string, bool) {
+	lower := strings.ToLower(key)
+	if lower == key {
+		return "", false
+	}
+	for _, known := range knownReleaseAnnotations {
+		if lower == known {
+			return known, true
+		}
+	}
+	if strings.HasPrefix(lower, IncludePrefix) || strings.HasPrefix(lower, releasePrefix) {
+		return strings.ToLower(key), true
+	}
+	return "", false
 }
 
 // checkAnnotationValues: annotation values must be strings, and the ones

@@ -374,7 +374,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 25 {
+	if len(AllRules) != 26 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }
@@ -543,4 +543,64 @@ func TestNamespaceOnClusterScopedRule(t *testing.T) {
 			ignore: []Rule{RuleNoProvider},
 		},
 	})
+}
+
+func TestLintClosesSilentHoles(t *testing.T) {
+	const inc = `    include.release.openshift.io/self-managed-high-availability: "true"` + "\n"
+	cm := func(name, extra string) string {
+		return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: ns\n  annotations:\n" + inc + extra
+	}
+	runRuleCases(t, map[string]ruleCase{
+		"a second annotations: that hides the delete annotation": {
+			files: map[string]string{"0000_50_a_00_x.yaml": cm("x", `    release.openshift.io/delete: "true"`+"\n  annotations:\n"+inc)},
+			want:  []want{{RuleParseError, SeverityError, "0000_50_a_00_x.yaml", 0, `key "annotations" is set twice`}},
+		},
+		"text after a document end": {
+			files: map[string]string{"0000_50_a_00_x.yaml": cm("x", "...\nkind: Secret\n")},
+			want:  []want{{RuleParseError, SeverityError, "0000_50_a_00_x.yaml", 9, `text after the document end marker "..."`}},
+		},
+		"a document end followed by comments and a new document is fine": {
+			files: map[string]string{"0000_50_a_00_x.yaml": cm("x", "...\n# a comment\n---\n"+cm("z", ""))},
+		},
+		"a name with a slash": {
+			files: map[string]string{"0000_50_a_00_x.yaml": cm("../x", "")},
+			want:  []want{{RuleInvalidName, SeverityError, "0000_50_a_00_x.yaml", 1, `metadata.name "../x" is not a valid Kubernetes name`}},
+		},
+		"a name with a NUL": {
+			files: map[string]string{"0000_50_a_00_x.yaml": cm(`"a\0b"`, "")},
+			want:  []want{{RuleInvalidName, SeverityError, "0000_50_a_00_x.yaml", 1, "holds a control character"}},
+		},
+		"a name of 400 characters": {
+			files: map[string]string{"0000_50_a_00_x.yaml": cm(strings.Repeat("a", 400), "")},
+			want:  []want{{RuleInvalidName, SeverityError, "0000_50_a_00_x.yaml", 1, "is 400 characters long, more than 253"}},
+		},
+		"no apiVersion": {
+			files: map[string]string{"0000_50_a_00_x.yaml": strings.TrimPrefix(cm("x", ""), "apiVersion: v1\n")},
+			want:  []want{{RuleParseError, SeverityError, "0000_50_a_00_x.yaml", 1, "document has no apiVersion"}},
+		},
+		"annotations that are not a mapping": {
+			files: map[string]string{"0000_50_a_00_x.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  namespace: ns\n  annotations: \"a string\"\n"},
+			want:  []want{{RuleParseError, SeverityError, "0000_50_a_00_x.yaml", 1, "metadata.annotations is"}},
+		},
+		"a known key in other case": {
+			files: map[string]string{"0000_50_a_00_x.yaml": cm("x", `    Release.OpenShift.io/Delete: "true"`+"\n")},
+			want:  []want{{RuleUnknownAnnotation, SeverityError, "0000_50_a_00_x.yaml", 8, "differs from release.openshift.io/delete only by case"}},
+		},
+	})
+}
+
+func TestParseMessagesNeverShowGoTypes(t *testing.T) {
+	for _, doc := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  annotations: [a, b]\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: [x]\n",
+		"apiVersion: [v1]\nkind: ConfigMap\nmetadata:\n  name: x\n",
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n  labels: {a: [1]}\n",
+	} {
+		_, findings := parseFile("0000_50_a_00_x.yaml", []byte(doc))
+		for _, f := range findings {
+			if strings.Contains(f.Message, "Go ") || strings.Contains(f.Message, "map[string]") || strings.Contains(f.Message, "[]interface") {
+				t.Errorf("message shows a Go type: %s", f.Message)
+			}
+		}
+	}
 }
