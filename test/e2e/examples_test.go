@@ -60,6 +60,11 @@ func TestExamplesLintCleanly(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			rel, findings := lintExample(t, tc.version, tc.previous)
 			for _, f := range findings {
+				// 1.0.1 removes the gadget component, its namespace and its
+				// CRD: lint rightly warns that they take their contents.
+				if f.Rule == payload.RuleDestructiveDelete && strings.Contains(f.File, "/1.0.1/0000_50_gadget_") {
+					continue
+				}
 				t.Errorf("%s", f)
 			}
 			if rel.Version != tc.version {

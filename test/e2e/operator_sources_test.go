@@ -20,19 +20,23 @@ import (
 func TestUpgradeableSources(t *testing.T) {
 	ns := testCluster.CreateNamespace(t)
 	files := map[string]string{"0000_50_demo_00_a.yaml": configMap(ns, "a", "x")}
-	refused := map[string]string{
-		"0000_50_demo_00_a.yaml": configMap(ns, "a", "x"),
-		"0000_00_danger_00_ns.yaml": `
+	// refusedFor is a release that deletes the namespace the operator runs
+	// in: lint cannot know it is protected, the engine refuses it.
+	refusedFor := func(applierNS string) map[string]map[string]string {
+		return map[string]map[string]string{"1.0.0": files, "1.0.1": {
+			"0000_50_demo_00_a.yaml": configMap(ns, "a", "x"),
+			"0000_00_danger_00_ns.yaml": `
 apiVersion: v1
 kind: Namespace
 metadata:
-  name: default
+  name: ` + applierNS + `
   annotations:
     ` + include + `
     ` + deleteAnnotation + `
 `,
+		}}
 	}
-	releases := map[string]map[string]string{"1.0.0": files, "1.0.1": refused}
+	releases := map[string]map[string]string{"1.0.0": files}
 	co := uniqueName(t, "co")
 
 	setCOUpgradeable := func(t *testing.T, status configv1.ConditionStatus) {
@@ -84,7 +88,8 @@ metadata:
 	})
 
 	t.Run("a delete that failed", func(t *testing.T) {
-		op := newOperator(t, writeStore(t, releases), uniqueName(t, "src-df"), testCluster.CreateNamespace(t), nil, nil)
+		applierNS := testCluster.CreateNamespace(t)
+		op := newOperator(t, writeStore(t, refusedFor(applierNS)), uniqueName(t, "src-df"), applierNS, nil, nil)
 		op.request(t, "1.0.0", false)
 		op.sync(t)
 		op.request(t, "1.0.1", false)
@@ -93,13 +98,14 @@ metadata:
 			t.Fatalf("a failed delete must not fail the update: %v", out.Result.Errors)
 		}
 		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, string(apply.ReasonDeletionFailed))
-		if !strings.Contains(c.Message, "Namespace/default") || !strings.Contains(c.Message, "protected") {
+		if !strings.Contains(c.Message, "Namespace/"+applierNS) || !strings.Contains(c.Message, "protected") {
 			t.Errorf("message must name the object and why: %q", c.Message)
 		}
 	})
 
 	t.Run("several sources give MultipleReasons", func(t *testing.T) {
-		op := newOperator(t, writeStore(t, releases), uniqueName(t, "src-mr"), testCluster.CreateNamespace(t), nil, nil)
+		applierNS := testCluster.CreateNamespace(t)
+		op := newOperator(t, writeStore(t, refusedFor(applierNS)), uniqueName(t, "src-mr"), applierNS, nil, nil)
 		op.request(t, "1.0.0", false)
 		op.sync(t)
 		op.request(t, "1.0.1", false)
@@ -108,7 +114,7 @@ metadata:
 		defer setCOUpgradeable(t, configv1.ConditionTrue)
 		op.sync(t)
 		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonMultipleReasons)
-		if !strings.Contains(c.Message, co) || !strings.Contains(c.Message, "Namespace/default") {
+		if !strings.Contains(c.Message, co) || !strings.Contains(c.Message, "Namespace/"+applierNS) {
 			t.Errorf("message must list every source: %q", c.Message)
 		}
 	})
