@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -75,7 +76,12 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 	}
 	ledger := &deletion.ConfigMapStore{Client: kube, Namespace: o.cluster.namespace, Name: apply.DefaultSelf().Ledger}
 	records, err := ledger.Load(ctx)
-	if err != nil {
+	var unreadable *deletion.UnreadableError
+	switch {
+	case errors.As(err, &unreadable):
+		// The conditions still tell the story; Failing says how to repair.
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the delete ledger is unreadable, so no delete is listed: %v\n", err)
+	case err != nil:
 		return withExitCode(exitFailed, err)
 	}
 	doc := statusJSON{Current: precondition.LastCompletedVersion(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []deletion.Record{}}

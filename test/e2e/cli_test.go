@@ -244,6 +244,9 @@ func TestACorruptLedgerIsLoudAndRepairable(t *testing.T) {
 		t.Fatal("the applies must go ahead and the delete must wait")
 	}
 	wantE2ECondition(t, clusterVersion(t), "Failing", "True", "DeleteLedgerUnreadable", "not gzip")
+	if code, stdout, stderr := runCLI(t, bin, "status"); code != 0 || !strings.Contains(stderr, "the delete ledger is unreadable") || !strings.Contains(stdout, "DeleteLedgerUnreadable") {
+		t.Errorf("status must warn and still show the conditions: exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	if cm, err := ledgers.Get(context.Background(), garbage.Name, metav1.GetOptions{}); err != nil || string(cm.BinaryData["records.json.gz"]) != "this is not gzip" {
 		t.Errorf("the corrupt ledger must be left for the admin to repair, not overwritten: %v", err)
 	}

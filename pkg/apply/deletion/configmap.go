@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"reflect"
 	"sort"
 	"sync"
 
@@ -61,6 +62,10 @@ type ConfigMapStore struct {
 	cached *corev1.ConfigMap
 	// foreign are records another writer stored that a merge kept.
 	foreign []Record
+	// base is the records as this writer last read or wrote them: a
+	// merge tells from it what this writer pruned and what the other
+	// writer changed.
+	base map[payload.ObjectID]Record
 }
 
 // Load implements Store.
@@ -77,6 +82,7 @@ func (c *ConfigMapStore) Load(ctx context.Context) ([]Record, error) {
 	if err != nil {
 		return nil, &UnreadableError{Namespace: c.Namespace, Name: c.Name, Key: key, Err: err}
 	}
+	c.setBase(recs)
 	return recs, nil
 }
 
@@ -113,9 +119,9 @@ func (c *ConfigMapStore) Save(ctx context.Context, recs []Record) error {
 				if err != nil {
 					return &UnreadableError{Namespace: c.Namespace, Name: c.Name, Key: key, Err: err}
 				}
-				var foreign []Record
-				merged, foreign = mergeRecords(recs, stored)
 				c.mu.Lock()
+				var foreign []Record
+				merged, foreign = mergeRecords(recs, stored, c.base)
 				c.foreign = append(c.foreign, foreign...)
 				c.mu.Unlock()
 			}
@@ -129,6 +135,7 @@ func (c *ConfigMapStore) Save(ctx context.Context, recs []Record) error {
 		updated, err := cms.Update(ctx, cm, metav1.UpdateOptions{})
 		if err == nil {
 			c.remember(updated)
+			c.setBase(merged)
 			return nil
 		}
 		// Someone else wrote it (or removed it) since this writer last
@@ -159,7 +166,18 @@ func (c *ConfigMapStore) create(ctx context.Context, recs []Record) error {
 		return err
 	}
 	c.remember(created)
+	c.setBase(recs)
 	return nil
+}
+
+func (c *ConfigMapStore) setBase(recs []Record) {
+	base := make(map[payload.ObjectID]Record, len(recs))
+	for _, r := range recs {
+		base[r.ID] = r
+	}
+	c.mu.Lock()
+	c.base = base
+	c.mu.Unlock()
 }
 
 // Foreign returns, once, the records another writer stored that a merge
@@ -172,18 +190,32 @@ func (c *ConfigMapStore) Foreign() []Record {
 	return out
 }
 
-// mergeRecords is ours plus the stored records of the objects ours has no
-// record of, sorted as the ledger saves them; foreign lists the latter.
-func mergeRecords(ours, stored []Record) (merged, foreign []Record) {
-	have := make(map[payload.ObjectID]bool, len(ours))
-	for _, r := range ours {
-		have[r.ID] = true
-	}
+// mergeRecords merges this writer's records with the stored ones, against
+// base, what this writer last read or wrote. For an object both have, this
+// writer's record wins, as it acted on it last, unless the stored one
+// knows of an object that reappeared under another UID: that knowledge
+// only ever stops a delete. A stored record this writer has none of is
+// kept unless this writer pruned it (base holds it unchanged). foreign
+// lists what this writer learns.
+func mergeRecords(ours, stored []Record, base map[payload.ObjectID]Record) (merged, foreign []Record) {
+	mine := make(map[payload.ObjectID]int, len(ours))
 	merged = append([]Record(nil), ours...)
-	for _, r := range stored {
-		if !have[r.ID] {
-			merged = append(merged, r)
-			foreign = append(foreign, r)
+	for i, r := range merged {
+		mine[r.ID] = i
+	}
+	for _, theirs := range stored {
+		i, have := mine[theirs.ID]
+		switch {
+		case have:
+			if o := merged[i]; theirs.ReappearedAt != nil && o.ReappearedAt == nil && theirs.UID != "" && o.UID != "" && theirs.UID != o.UID {
+				merged[i] = theirs
+				foreign = append(foreign, theirs)
+			}
+		case reflect.DeepEqual(base[theirs.ID], theirs):
+			// Pruned by this writer since it last looked.
+		default:
+			merged = append(merged, theirs)
+			foreign = append(foreign, theirs)
 		}
 	}
 	sort.Slice(merged, func(i, j int) bool { return merged[i].ID.String() < merged[j].ID.String() })

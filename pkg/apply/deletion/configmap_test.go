@@ -238,3 +238,38 @@ func TestTwoWritersLoseNothing(t *testing.T) {
 		t.Error("the merging writer's memory must learn the other's claim")
 	}
 }
+
+func TestMergeRecords(t *testing.T) {
+	id := func(name string) payload.ObjectID { return payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name} }
+	rec := func(name string, state State, uid string) Record {
+		return Record{ID: id(name), Release: "2", State: state, UID: types.UID(uid)}
+	}
+	back := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	reappeared := rec("same", Completed, "u2")
+	reappeared.ReappearedAt = &back
+	pruned := rec("pruned", Completed, "u1")
+	ours := []Record{rec("mine", InProgress, "u1"), rec("same", InProgress, "u1"), rec("both", InProgress, "u1")}
+	stored := []Record{rec("theirs", Pending, "u1"), reappeared, rec("both", Pending, "u1"), pruned}
+	base := map[payload.ObjectID]Record{pruned.ID: pruned}
+
+	merged, foreign := mergeRecords(ours, stored, base)
+	got := map[string]Record{}
+	for _, r := range merged {
+		got[r.ID.Name] = r
+	}
+	if _, ok := got["pruned"]; ok {
+		t.Error("a record this writer pruned must not come back")
+	}
+	if got["theirs"].State != Pending || got["mine"].State != InProgress {
+		t.Errorf("each writer's own objects must be kept: %+v", got)
+	}
+	if got["both"].State != InProgress {
+		t.Errorf("for an object both have, this writer's record wins: %+v", got["both"])
+	}
+	if got["same"].ReappearedAt == nil {
+		t.Error("the other writer's knowledge that an object reappeared must be kept: it only ever stops a delete")
+	}
+	if len(foreign) != 2 {
+		t.Errorf("foreign = %v, want the other writer's new record and its reappearance", foreign)
+	}
+}

@@ -152,10 +152,8 @@ func (l *Ledger) Flush(ctx context.Context) error {
 			// Another writer's records, kept by the store, join memory
 			// so that the next save keeps them too.
 			for _, r := range ms.Foreign() {
-				if _, mine := l.records[r.ID]; !mine {
-					r := r
-					l.records[r.ID] = &r
-				}
+				r := r
+				l.records[r.ID] = &r
 			}
 		}
 	}
