@@ -240,7 +240,9 @@ func TestTwoWritersLoseNothing(t *testing.T) {
 }
 
 func TestMergeRecords(t *testing.T) {
-	id := func(name string) payload.ObjectID { return payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name} }
+	id := func(name string) payload.ObjectID {
+		return payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}
+	}
 	rec := func(name string, state State, uid string) Record {
 		return Record{ID: id(name), Release: "2", State: state, UID: types.UID(uid)}
 	}
