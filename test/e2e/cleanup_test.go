@@ -89,6 +89,16 @@ func (w widgetComponent) releases(t *testing.T, crdAnnotations ...string) (strin
 	return v100, v101
 }
 
+// install applies v100, which installs the component, and frees every
+// Widget when the test ends so that its CRD can go.
+func (w widgetComponent) install(t *testing.T, bin string, c *clients, v100 string) {
+	t.Helper()
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	t.Cleanup(func() { w.releaseAll(t, c) })
+}
+
 // createWidget creates a Widget, held by the operator's finalizer when held.
 func (w widgetComponent) createWidget(t *testing.T, c *clients, ns, name string, held bool) {
 	t.Helper()
@@ -179,10 +189,7 @@ func TestOperandCleanupDeletesOperandsBeforeTheirOperator(t *testing.T) {
 	other := testCluster.CreateNamespace(t)
 	w := newWidgetComponent(t, ns)
 	v100, v101 := w.releases(t, `release.openshift.io/operand-cleanup: "Supported"`, fmt.Sprintf(`release.openshift.io/operand-namespaces: %q`, ns))
-	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
-		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	t.Cleanup(func() { w.releaseAll(t, c) })
+	w.install(t, bin, c, v100)
 	for i := range 3 {
 		w.createWidget(t, c, ns, fmt.Sprintf("w%d", i), true)
 	}
@@ -227,10 +234,7 @@ func TestWithoutOptInTheCRDWedgesAndOnlyMarkedObjectsGo(t *testing.T) {
 	bin, c, ns := newCLITest(t)
 	w := newWidgetComponent(t, ns)
 	v100, v101 := w.releases(t, `release.openshift.io/operand-cleanup: "Supported"`)
-	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
-		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	t.Cleanup(func() { w.releaseAll(t, c) })
+	w.install(t, bin, c, v100)
 	w.createWidget(t, c, ns, "held", true)
 	w.runOperator(t, c)
 	// The payload supports it; the admin never opted in.
@@ -260,10 +264,7 @@ func TestSwitchingToOrphanAbortsTheCleanup(t *testing.T) {
 	bin, c, ns := newCLITest(t)
 	w := newWidgetComponent(t, ns)
 	v100, v101 := w.releases(t, `release.openshift.io/operand-cleanup: "Supported"`)
-	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
-		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	t.Cleanup(func() { w.releaseAll(t, c) })
+	w.install(t, bin, c, v100)
 	w.createWidget(t, c, ns, "held", true) // no operator runs: it stays held
 	setCleanupPolicy(t, "Delete")
 	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v101); code != 0 {
@@ -298,10 +299,7 @@ func TestHeldOperandsAreListedBoundedBlockMinorUpdatesAndStall(t *testing.T) {
 		"0000_50_widgets_00_crd.yaml":      w.crdManifest(`release.openshift.io/delete: "true"`, `release.openshift.io/operand-cleanup: "Supported"`),
 		"0000_50_widgets_10_operator.yaml": w.operatorManifest(`release.openshift.io/delete: "true"`)}
 	v102, v110 := writePayload(t, "1.0.2", removal), writePayload(t, "1.1.0", removal)
-	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v100); code != 0 {
-		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	t.Cleanup(func() { w.releaseAll(t, c) })
+	w.install(t, bin, c, v100)
 	for i := range 25 {
 		w.createWidget(t, c, ns, fmt.Sprintf("w%02d", i), true) // no operator: held for good
 	}
