@@ -149,7 +149,7 @@ type SyncOptions struct {
 	// Attempt seeds the reconcile permutation.
 	Attempt int
 	// Parallelism bounds concurrent graph nodes; 0 takes the mode's default
-	// (update 16, reconcile 2, install one worker per node).
+	// (update 16, reconcile 2, install one worker per node, at most 32).
 	Parallelism int
 	// Backoff retries a failing task. Default: update and reconcile
 	// {10s, ×1.3, 3 steps, cap 15s}; install {500ms, ×1.5, 8 steps}: an

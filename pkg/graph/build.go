@@ -16,11 +16,17 @@ type BuildOptions struct {
 	Attempt int
 }
 
-// Update, reconcile and the floor of install parallelism, as in the CVO.
+// Update and reconcile parallelism, as in the CVO; install's is one worker
+// per node as in the CVO, up to maxInstallParallelism.
 const (
 	updateParallelism    = 16
 	reconcileParallelism = 2
 	reconcileStride      = 8
+	// maxInstallParallelism bounds install: the CVO's worker per node
+	// made 391 workers at 20,000 manifests, more than an apiserver serves
+	// at once (kube-apiserver's default is 400 requests in flight for the
+	// whole cluster), for no gain past a few dozen.
+	maxInstallParallelism = 32
 )
 
 // Build returns the apply graph of a payload: the tasks, in payload order,
@@ -48,16 +54,16 @@ func Build(tasks []*Task, opts BuildOptions) *Graph {
 	return g
 }
 
-// RecommendedParallelism is the worker count the CVO uses for a mode: 16 for
-// update, 2 for reconcile (a background check should not load the
-// apiserver), and one per node for install (nothing to protect yet).
+// RecommendedParallelism is the worker count for a mode: 16 for update, 2
+// for reconcile (a background check should not load the apiserver), as the
+// CVO; for install one per node (nothing to protect yet), at most 32.
 func RecommendedParallelism(mode Mode, g *Graph) int {
 	switch mode {
 	case ModeInstall:
 		if g == nil || len(g.Nodes) == 0 {
 			return 1
 		}
-		return len(g.Nodes)
+		return min(len(g.Nodes), maxInstallParallelism)
 	case ModeReconcile:
 		return reconcileParallelism
 	default:

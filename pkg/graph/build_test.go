@@ -418,6 +418,7 @@ func TestRecommendedParallelism(t *testing.T) {
 		"install uses one worker per node":     {ModeInstall, g, 4},
 		"install of an empty graph uses one":   {ModeInstall, &Graph{}, 1},
 		"install of a nil graph uses one":      {ModeInstall, nil, 1},
+		"install is bounded":                   {ModeInstall, &Graph{Nodes: make([]*Node, 391)}, 32},
 		"an unknown mode is treated as update": {Mode("other"), g, 16},
 	}
 	for name, tt := range tests {
