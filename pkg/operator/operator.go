@@ -25,6 +25,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -270,10 +271,24 @@ func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*pa
 		// Validated: the text was only for findings, and it is about a
 		// quarter of what the release holds.
 		rel.DropSource()
+		o.pruneReleases(cv, version)
 		o.releases[version] = rel
 		all = rel
 	}
 	return all.Filter(o.loadOptionsFor(cv)), nil
+}
+
+// pruneReleases forgets the cached releases the cluster no longer uses:
+// a release holds every manifest in memory, and a cluster that was asked
+// for many targets over its life would otherwise keep them all.
+func (o *Operator) pruneReleases(cv *configv1.ClusterVersion, loading string) {
+	inUse := map[string]bool{loading: true, cv.Status.Desired.Version: true, targetVersion(cv): true,
+		precondition.LastCompletedVersion(cv.Status.History): true}
+	for v := range o.releases {
+		if !inUse[v] {
+			delete(o.releases, v)
+		}
+	}
 }
 
 // loadOptionsFor adds the ClusterVersion's capabilities and overrides to the

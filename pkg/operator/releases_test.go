@@ -3,6 +3,7 @@ package operator
 import (
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -75,5 +76,27 @@ func TestLoadReleaseRejectsAPayloadThatDeclaresAnotherVersion(t *testing.T) {
 	o := storeWithMisnamedRelease(t, "1.0.0")
 	if _, err := o.loadRelease("1.0.0", &configv1.ClusterVersion{}); err == nil || !strings.Contains(err.Error(), "declares version 1.0.5, not the requested 1.0.0") {
 		t.Errorf("a payload named 1.0.0 that declares 1.0.5 must be rejected: %v", err)
+	}
+}
+
+func TestTheReleaseCacheKeepsOnlyReleasesInUse(t *testing.T) {
+	root := t.TempDir()
+	for _, v := range []string{"1.0.0", "1.0.1", "1.0.2", "1.0.3"} {
+		payloadtest.WriteRelease(t, root, v, nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
+	}
+	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c.sync(t)
+	for _, v := range []string{"1.0.1", "1.0.2", "1.0.3"} {
+		c.request(t, v)
+		c.sync(t)
+	}
+	var cached []string
+	for v := range c.op.releases {
+		cached = append(cached, v)
+	}
+	sort.Strings(cached)
+	// Loading 1.0.3 dropped every release but the one it updated from.
+	if strings.Join(cached, " ") != "1.0.2 1.0.3" {
+		t.Errorf("cached releases %v, want only those in use when 1.0.3 loaded", cached)
 	}
 }
