@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,5 +204,19 @@ func TestACrashExitsSeventyNotTwo(t *testing.T) {
 	}
 	if code := run(nil); code != exitInternal {
 		t.Errorf("a panic exited %d, want %d", code, exitInternal)
+	}
+}
+
+func TestProbeHandlerAnswersWhy(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+		body string
+	}{{nil, 200, "ok"}, {errors.New("no pass has ended for 31m"), 503, "no pass has ended for 31m"}} {
+		rec := httptest.NewRecorder()
+		probeHandler(func() error { return tc.err })(rec, httptest.NewRequest("GET", "/healthz", nil))
+		if rec.Code != tc.code || !strings.Contains(rec.Body.String(), tc.body) {
+			t.Errorf("got %d %q, want %d %q", rec.Code, rec.Body.String(), tc.code, tc.body)
+		}
 	}
 }

@@ -32,6 +32,7 @@ type startOptions struct {
 	graphEvery  time.Duration
 	stallAfter  time.Duration
 	stuckAfter  time.Duration
+	liveWindow  time.Duration
 }
 
 func newStartCommand() *cobra.Command {
@@ -60,6 +61,7 @@ refuse updates to deprecated releases.`,
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	cmd.Flags().DurationVar(&o.graphEvery, "update-graph-refresh", 2*time.Minute, "how long a fetched update graph is reused before it is read again")
+	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	_ = cmd.MarkFlagRequired("payloads")
@@ -72,6 +74,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	}
 	if o.graphEvery <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--update-graph-refresh must be positive, not %s", o.graphEvery))
+	}
+	if o.liveWindow < 2*o.resync {
+		return withExitCode(exitUsage, fmt.Errorf("--liveness-window %s must be at least twice --resync-interval %s, the longest wait between passes", o.liveWindow, o.resync))
 	}
 	if o.stuckAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--delete-stuck-after must be positive, not %s", o.stuckAfter))
@@ -106,7 +111,10 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.listen != "" {
-		srv, err := serveMetrics(ctx, o.listen, reg)
+		srv, err := serveMetrics(ctx, o.listen, reg, probes{
+			live:  func() error { return op.Live(o.liveWindow) },
+			ready: op.Ready,
+		})
 		if err != nil {
 			return withExitCode(exitUsage, err)
 		}
@@ -119,15 +127,24 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	return err
 }
 
-// serveMetrics listens before returning, so a busy port is an immediate error.
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (*http.Server, error) {
+// probes are the checks behind /healthz and /readyz.
+type probes struct {
+	live, ready func() error
+}
+
+// serveMetrics listens before returning, so a busy port is an immediate
+// error. It serves /metrics, /healthz (liveness: fails when the leading
+// instance has ended no pass for --liveness-window) and /readyz (ready
+// once the cluster is bootstrapped).
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, p probes) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/healthz", probeHandler(p.live))
+	mux.HandleFunc("/readyz", probeHandler(p.ready))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -136,4 +153,15 @@ func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry) (*
 	}()
 	klog.FromContext(ctx).Info("Serving metrics", "address", ln.Addr().String())
 	return srv, nil
+}
+
+// probeHandler answers 200 "ok", or 503 with why.
+func probeHandler(check func() error) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		if err := check(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}
 }

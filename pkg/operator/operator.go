@@ -134,6 +134,7 @@ type Operator struct {
 	syncMu   sync.Mutex
 	attempt  int
 	graphs   graphCache
+	health   health
 	releases map[string]*payload.Release
 }
 

@@ -65,9 +65,11 @@ func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
 	}); err != nil {
 		return err
 	}
+	o.health.set(func(h *health) { h.bootstrapped = true })
 	o.StartEvents()
 	defer o.Shutdown()
 	if !opts.LeaderElection {
+		o.lead()
 		o.loop(ctx, opts)
 		return nil
 	}
@@ -86,9 +88,13 @@ func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Acquired leadership", "identity", o.cfg.Identity)
+				o.lead()
 				o.loop(ctx, opts)
 			},
-			OnStoppedLeading: func() { logger.Info("Leadership ended", "identity", o.cfg.Identity) },
+			OnStoppedLeading: func() {
+				logger.Info("Leadership ended", "identity", o.cfg.Identity)
+				o.health.set(func(h *health) { h.leading = false })
+			},
 			OnNewLeader: func(id string) {
 				if id != o.cfg.Identity {
 					logger.Info("Another instance leads", "leader", id)
@@ -101,6 +107,12 @@ func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
 	}
 	elector.Run(ctx)
 	return ctx.Err()
+}
+
+// lead marks the start of leading, from which liveness counts.
+func (o *Operator) lead() {
+	now := o.clock.Now()
+	o.health.set(func(h *health) { h.leading, h.started = true, now })
 }
 
 // loop syncs on a jittered interval, on relevant changes to the
@@ -144,6 +156,8 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	deletesPending := false
 	for ctx.Err() == nil {
 		out, err := o.Sync(ctx, nil)
+		ended := o.clock.Now()
+		o.health.set(func(h *health) { h.lastPass = ended })
 		next := wait.Jitter(opts.ResyncInterval, 1.0)
 		switch {
 		case err != nil:
