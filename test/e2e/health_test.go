@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// TestLivenessFailsWhenAPassOutlastsTheWindow runs `start` against the
+// real control plane with a one-second resync and a two-second liveness
+// window, and a release whose one manifest keeps failing, so that its
+// pass retries for longer than the window: /healthz must turn 503 while
+// /readyz stays 200.
+func TestLivenessFailsWhenAPassOutlastsTheWindow(t *testing.T) {
+	bin, _, ns := newCLITest(t)
+	store := t.TempDir()
+	release := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_a.yaml": configMap("no-such-namespace-"+ns, "a", "x")})
+	if err := os.Rename(release, filepath.Join(store, "1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "start", "--payloads", store, "--listen", addr, "--leader-elect=false",
+		"--resync-interval", "1s", "--liveness-window", "2s", "--kubeconfig", testCluster.Kubeconfig())
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+
+	probe := func(path string) (int, string) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	waitFor("ready once bootstrapped", func() bool { code, _ := probe("/readyz"); return code == 200 })
+	if code, body := probe("/healthz"); code != 200 {
+		t.Fatalf("/healthz = %d %q before any long pass", code, body)
+	}
+
+	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv.Spec.DesiredUpdate = &configv1.Update{Version: "1.0.0"}
+	if _, err := cc.ConfigV1().ClusterVersions().Update(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"}); err != nil {
+		t.Fatal(err)
+	}
+	var body string
+	waitFor("/healthz fails while the pass outlasts the window", func() bool {
+		var code int
+		code, body = probe("/healthz")
+		return code == http.StatusServiceUnavailable
+	})
+	if !strings.Contains(body, "no pass has ended") {
+		t.Errorf("/healthz says %q, want why", body)
+	}
+	if code, _ := probe("/readyz"); code != 200 {
+		t.Errorf("/readyz = %d while liveness fails; readiness does not depend on passes", code)
+	}
+}
