@@ -220,3 +220,18 @@ func TestProbeHandlerAnswersWhy(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainHTTPOnlyOnLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{"127.0.0.1:9099": true, "[::1]:9099": true, "localhost:9099": true,
+		"0.0.0.0:9099": false, ":9099": false, "10.0.0.5:9099": false, "garbage": false} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+	if _, err := servingCert("cert.pem", ""); err == nil {
+		t.Error("a certificate without its key is an error")
+	}
+	if c, err := servingCert("", ""); err != nil || len(c.Certificate) == 0 {
+		t.Errorf("without files, a self-signed certificate: %v", err)
+	}
+}

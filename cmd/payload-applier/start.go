@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
@@ -33,6 +36,8 @@ type startOptions struct {
 	stallAfter  time.Duration
 	stuckAfter  time.Duration
 	liveWindow  time.Duration
+	tlsCert     string
+	tlsKey      string
 }
 
 func newStartCommand() *cobra.Command {
@@ -55,12 +60,14 @@ refuse updates to deprecated releases.`,
 	}
 	o.cluster.add(cmd)
 	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store: a directory with one payload directory per version (required)")
-	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:9099", "address for /metrics; empty disables it")
+	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:9099", "address for /metrics, /healthz and /readyz; plain HTTP on loopback, HTTPS with /metrics behind the cluster's authentication and authorization elsewhere; empty disables it")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease so that only one instance acts")
 	cmd.Flags().DurationVar(&o.resync, "resync-interval", 2*time.Minute, "base resync period; each wait is drawn from [interval, 2×interval)")
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	cmd.Flags().DurationVar(&o.graphEvery, "update-graph-refresh", 2*time.Minute, "how long a fetched update graph is reused before it is read again")
+	cmd.Flags().StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate for --listen off loopback; default a self-signed one")
+	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
@@ -111,7 +118,13 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.listen != "" {
-		srv, err := serveMetrics(ctx, o.listen, reg, probes{
+		var secure *secureServing
+		if !isLoopback(o.listen) {
+			if secure, err = o.secureServing(cfg); err != nil {
+				return withExitCode(exitUsage, err)
+			}
+		}
+		srv, err := serveMetrics(ctx, o.listen, reg, secure, probes{
 			live:  func() error { return op.Live(o.liveWindow) },
 			ready: op.Ready,
 		})
@@ -127,6 +140,29 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	return err
 }
 
+// secureServing is what --listen off loopback needs: a certificate, and
+// the delegated authentication and authorization that guard /metrics.
+type secureServing struct {
+	cert  tls.Certificate
+	guard func(http.Handler) http.Handler
+}
+
+func (o *startOptions) secureServing(cfg *rest.Config) (*secureServing, error) {
+	cert, err := servingCert(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s off loopback serves HTTPS: %w", o.listen, err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	guard, err := delegatedAuth(kube)
+	if err != nil {
+		return nil, err
+	}
+	return &secureServing{cert: cert, guard: guard}, nil
+}
+
 // probes are the checks behind /healthz and /readyz.
 type probes struct {
 	live, ready func() error
@@ -136,13 +172,18 @@ type probes struct {
 // error. It serves /metrics, /healthz (liveness: fails when the leading
 // instance has ended no pass for --liveness-window) and /readyz (ready
 // once the cluster is bootstrapped).
-func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, p probes) (*http.Server, error) {
+func serveMetrics(ctx context.Context, addr string, reg *prometheus.Registry, secure *secureServing, p probes) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: %w", addr, err)
 	}
+	var metrics http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+	if secure != nil {
+		metrics = secure.guard(metrics)
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{secure.cert}, MinVersion: tls.VersionTLS12})
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", metrics)
 	mux.HandleFunc("/healthz", probeHandler(p.live))
 	mux.HandleFunc("/readyz", probeHandler(p.ready))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

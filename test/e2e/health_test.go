@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -89,5 +91,58 @@ func TestLivenessFailsWhenAPassOutlastsTheWindow(t *testing.T) {
 	}
 	if code, _ := probe("/readyz"); code != 200 {
 		t.Errorf("/readyz = %d while liveness fails; readiness does not depend on passes", code)
+	}
+}
+
+// TestMetricsOffLoopbackNeedAnAuthorizedToken: `start` listening beyond
+// loopback serves HTTPS, and /metrics only to a bearer token the cluster
+// authenticates and authorizes; the probes stay open.
+func TestMetricsOffLoopbackNeedAnAuthorizedToken(t *testing.T) {
+	bin := buildCLI(t)
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "start", "--payloads", t.TempDir(), "--listen", fmt.Sprintf("0.0.0.0:%d", port),
+		"--leader-elect=false", "--namespace", testCluster.CreateNamespace(t), "--kubeconfig", testCluster.Kubeconfig())
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(path, user string) int {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", port, path), nil)
+		if user != "" {
+			cfg, err := testCluster.UserRESTConfig(user)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+cfg.BearerToken)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return get("/healthz", "") == 200, nil
+	}); err != nil {
+		t.Fatalf("/healthz never answered over HTTPS without a token: %v", err)
+	}
+	for _, tc := range []struct {
+		user string
+		want int
+	}{{"", http.StatusUnauthorized}, {"nobody", http.StatusForbidden}, {"operator-a", http.StatusOK}} {
+		if got := get("/metrics", tc.user); got != tc.want {
+			t.Errorf("/metrics as %q: %d, want %d", tc.user, got, tc.want)
+		}
 	}
 }

@@ -16,5 +16,7 @@ func TestMain(m *testing.M) {
 	os.Exit(cluster.RunTests(m, cluster.Options{Users: []cluster.User{
 		{Name: "operator-a", Groups: []string{"system:masters"}},
 		{Name: "operator-b", Groups: []string{"system:masters"}},
+		// A user with no role at all, for requests that must be forbidden.
+		{Name: "nobody"},
 	}}, &testCluster))
 }
