@@ -12,6 +12,7 @@ require (
 	github.com/spf13/cobra v1.9.1
 	golang.org/x/term v0.37.0
 	k8s.io/api v0.34.3
+	k8s.io/apiextensions-apiserver v0.34.3
 	k8s.io/apimachinery v0.34.3
 	k8s.io/apiserver v0.34.3
 	k8s.io/client-go v0.34.3

@@ -1,0 +1,194 @@
+package crdcompat
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+)
+
+// Options tune the object check. Zero values take the defaults.
+type Options struct {
+	// PageSize is the limit of each LIST; default 500, the apiserver's own
+	// recommendation, so that a large collection never sits in memory
+	// whole.
+	PageSize int64
+	// Backoff retries a listing that failed; it restarts from the first
+	// page, as a continue token may have expired. Default 3 attempts,
+	// 1s then 2s apart.
+	Backoff *wait.Backoff
+}
+
+func (o Options) withDefaults() Options {
+	if o.PageSize <= 0 {
+		o.PageSize = 500
+	}
+	if o.Backoff == nil {
+		o.Backoff = &wait.Backoff{Duration: time.Second, Factor: 2, Steps: 3}
+	}
+	return o
+}
+
+// Check runs every check of live against next: Static, then the existing
+// objects of each version both serve, read through client.
+func Check(ctx context.Context, client dynamic.Interface, live, next *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
+	return append(Static(live, next), Objects(ctx, client, live, next, opts)...)
+}
+
+// Objects validates the existing objects of every version that live and
+// next both serve against next's schema for it, after applying next's
+// defaults, so that a new required field with a default is no failure.
+// A version whose schema is unchanged is not read: its objects passed
+// that schema when they were written. Versions new in next, or no longer
+// served, have no objects to break. x-kubernetes-validations rules are not
+// evaluated.
+//
+// When next converts with a webhook, invalid objects are a warning: the
+// new webhook may convert them into valid ones, and it only runs once the
+// CRD is updated.
+func Objects(ctx context.Context, client dynamic.Interface, live, next *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
+	opts = opts.withDefaults()
+	webhook := next.Spec.Conversion != nil && next.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
+	var findings []Finding
+	for _, after := range next.Spec.Versions {
+		before, ok := versionOf(live, after.Name)
+		if !after.Served || !ok || !before.Served || equality.Semantic.DeepEqual(before.Schema, after.Schema) {
+			continue
+		}
+		v, err := newValidator(after.Schema)
+		if err != nil {
+			findings = append(findings, Finding{CRD: next.Name, Rule: CompatibilityCheckError, Version: after.Name,
+				Message: fmt.Sprintf("CustomResourceDefinition %s: the new schema of %s cannot be compiled: %v", next.Name, after.Name, err)})
+			continue
+		}
+		if v == nil {
+			continue
+		}
+		gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: after.Name, Resource: live.Spec.Names.Plural}
+		var invalid []string
+		var count int
+		var listErr error
+		err = wait.ExponentialBackoffWithContext(ctx, *opts.Backoff, func(ctx context.Context) (bool, error) {
+			invalid, count = nil, 0
+			listErr = eachPage(ctx, client, gvr, opts.PageSize, func(obj map[string]any) {
+				if problem := v.validate(obj); problem != "" {
+					count++
+					if len(invalid) < maxNamedObjects {
+						invalid = append(invalid, objectName(obj)+": "+problem)
+					}
+				}
+			})
+			return listErr == nil, nil
+		})
+		if err != nil {
+			findings = append(findings, Finding{CRD: next.Name, Rule: CompatibilityCheckError, Version: after.Name,
+				Message: fmt.Sprintf("CustomResourceDefinition %s: could not read the existing %s objects to check them against the new schema: %v; the check runs again on the next attempt",
+					next.Name, after.Name, cmp.Or(listErr, err))})
+			continue
+		}
+		if count == 0 {
+			continue
+		}
+		f := Finding{CRD: next.Name, Rule: ExistingObjectsInvalid, Version: after.Name, Objects: invalid, Count: count, Warning: webhook}
+		more := ""
+		if count > len(invalid) {
+			more = fmt.Sprintf("; and %d more", count-len(invalid))
+		}
+		f.Message = fmt.Sprintf("CustomResourceDefinition %s: the new schema of %s rejects %d existing object(s): %s%s",
+			next.Name, after.Name, count, strings.Join(invalid, "; "), more)
+		if webhook {
+			f.Message += " (a warning: the new CRD converts with a webhook, which may make them valid)"
+		}
+		findings = append(findings, f)
+	}
+	return findings
+}
+
+// eachPage lists gvr in all namespaces, a page at a time, and hands each
+// object to fn.
+func eachPage(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, limit int64, fn func(map[string]any)) error {
+	opts := metav1.ListOptions{Limit: limit}
+	for {
+		list, err := client.Resource(gvr).List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for i := range list.Items {
+			fn(list.Items[i].Object)
+		}
+		if opts.Continue = list.GetContinue(); opts.Continue == "" {
+			return nil
+		}
+	}
+}
+
+type validator struct {
+	schema     validation.SchemaValidator
+	structural *structuralschema.Structural
+}
+
+// newValidator compiles a version's schema as the apiserver does; nil
+// when the version has none, so that anything is valid.
+func newValidator(v *apiextensionsv1.CustomResourceValidation) (*validator, error) {
+	if v == nil || v.OpenAPIV3Schema == nil {
+		return nil, nil
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.OpenAPIV3Schema, internal, nil); err != nil {
+		return nil, err
+	}
+	structural, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, err
+	}
+	sv, _, err := validation.NewSchemaValidator(internal)
+	if err != nil {
+		return nil, err
+	}
+	return &validator{schema: sv, structural: structural}, nil
+}
+
+// validate returns the object's first field error, and how many more
+// there are, or "" when it is valid. It defaults obj in place.
+func (v *validator) validate(obj map[string]any) string {
+	structuraldefaulting.Default(obj, v.structural)
+	errs := validation.ValidateCustomResource(nil, obj, v.schema)
+	switch len(errs) {
+	case 0:
+		return ""
+	case 1:
+		return errs[0].Error()
+	default:
+		return fmt.Sprintf("%s (and %d more field errors)", errs[0].Error(), len(errs)-1)
+	}
+}
+
+func versionOf(crd *apiextensionsv1.CustomResourceDefinition, name string) (apiextensionsv1.CustomResourceDefinitionVersion, bool) {
+	for _, v := range crd.Spec.Versions {
+		if v.Name == name {
+			return v, true
+		}
+	}
+	return apiextensionsv1.CustomResourceDefinitionVersion{}, false
+}
+
+func objectName(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	if ns, _ := meta["namespace"].(string); ns != "" {
+		return ns + "/" + name
+	}
+	return name
+}
