@@ -151,7 +151,9 @@ func TestOnlyAStoredVersionResistsForce(t *testing.T) {
 }
 
 func TestMessagesSayWhatToDo(t *testing.T) {
-	old := widgets(t, func(c *apiextensionsv1.CustomResourceDefinition) { c.Status.StoredVersions = []string{"v1", "v1alpha1"} })
+	old := widgets(t, func(c *apiextensionsv1.CustomResourceDefinition) {
+		c.Status.StoredVersions = []string{"v1", "v1alpha1"}
+	})
 	next := widgets(t, func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions = c.Spec.Versions[:1] })
 	msg := Summary(Static(old, next))
 	for _, want := range []string{"widgets.example.com", "v1alpha1", "status.storedVersions", "migrate", "force does not override"} {

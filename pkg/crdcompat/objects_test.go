@@ -73,7 +73,9 @@ func TestObjects(t *testing.T) {
 	}{
 		{name: "an unchanged schema is not even read", objects: []runtime.Object{small}},
 		{name: "a changed description passes", objects: []runtime.Object{small}, next: []func(*apiextensionsv1.CustomResourceDefinition){
-			func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "widgets" }}},
+			func(c *apiextensionsv1.CustomResourceDefinition) {
+				c.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "widgets"
+			}}},
 		{name: "an added enum value passes", objects: []runtime.Object{small}, next: []func(*apiextensionsv1.CustomResourceDefinition){withSpec(sizeSchema("small", "large", "huge"))}},
 		{name: "a new optional field passes", objects: []runtime.Object{small, noSize}, next: []func(*apiextensionsv1.CustomResourceDefinition){func(c *apiextensionsv1.CustomResourceDefinition) {
 			s := sizeSchema("small", "large")
