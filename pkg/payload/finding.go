@@ -32,14 +32,15 @@ const (
 
 // Rules over each manifest, whichever profile includes it.
 const (
-	RuleDeleteValue       Rule = "delete-value"
-	RuleInvalidName       Rule = "invalid-name"
-	RuleProtectedDelete   Rule = "protected-delete"
-	RuleUnknownAnnotation Rule = "unknown-annotation"
-	RuleAnnotationValue   Rule = "annotation-value"
-	RuleUnknownCapability Rule = "unknown-capability"
-	RuleDeleteCreateOnly  Rule = "delete-create-only"
-	RuleFileName          Rule = "file-name"
+	RuleDeleteValue        Rule = "delete-value"
+	RuleInvalidName        Rule = "invalid-name"
+	RuleProtectedDelete    Rule = "protected-delete"
+	RuleUnknownAnnotation  Rule = "unknown-annotation"
+	RuleAnnotationValue    Rule = "annotation-value"
+	RuleUnknownCapability  Rule = "unknown-capability"
+	RuleDeleteCreateOnly   Rule = "delete-create-only"
+	RuleFileName           Rule = "file-name"
+	RuleCRDVersionMismatch Rule = "crd-version-mismatch"
 )
 
 // Rules over the manifests that the selected profile includes.
@@ -62,6 +63,7 @@ const (
 	RuleOrphan                Rule = "orphan"
 	RuleServedVersionDropped  Rule = "served-version-dropped"
 	RuleStorageVersionDropped Rule = "storage-version-dropped"
+	RuleCRDImmutableField     Rule = "crd-immutable-field"
 )
 
 // Finding is one problem found in a payload. File is the path of the file

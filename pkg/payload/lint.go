@@ -62,6 +62,7 @@ var manifestRules = []manifestRule{
 	checkCapabilities,
 	checkDeleteCreateOnly,
 	checkUnknownFields,
+	checkV1beta1Version,
 }
 
 var releaseRules = []releaseRule{
@@ -77,7 +78,7 @@ var releaseRules = []releaseRule{
 var updateRules = []updateRule{
 	checkMinorLeftovers,
 	checkOrphans,
-	checkCRDVersions,
+	checkCRDUpdates,
 }
 
 // releaseIndex holds lookups over the included manifests of a release,

@@ -21,6 +21,7 @@ var AllRules = []RuleInfo{
 	{RuleUnknownCapability, SeverityWarning, "capability.openshift.io/name names an unknown capability"},
 	{RuleDeleteCreateOnly, SeverityWarning, "a manifest is both a delete and create-only"},
 	{RuleFileName, SeverityWarning, "a file name lacks 0000_<runlevel>_<component>_"},
+	{RuleCRDVersionMismatch, SeverityError, "an apiextensions.k8s.io/v1beta1 CRD's spec.version is not its first spec.versions entry"},
 	{RuleUnknownField, SeverityWarning, "a built-in or OpenShift kind sets a field its type does not declare"},
 	{RuleDuplicateObject, SeverityWarning, "two files create the same object"},
 	{RuleCreatedAndDeleted, SeverityError, "one manifest creates an object that another deletes"},
@@ -36,4 +37,5 @@ var AllRules = []RuleInfo{
 	{RuleOrphan, SeverityWarning, "an object of the previous release that nothing creates or deletes now"},
 	{RuleServedVersionDropped, SeverityError, "a CRD drops a version the previous release served"},
 	{RuleStorageVersionDropped, SeverityError, "a CRD drops the previous release's storage version"},
+	{RuleCRDImmutableField, SeverityError, "a CRD changes its scope, group, names.kind or names.plural"},
 }

@@ -112,3 +112,27 @@ func listOrNone(items []string) string {
 	}
 	return strings.Join(items, ", ")
 }
+
+// checkV1beta1Version (crd-version-mismatch): an apiextensions.k8s.io
+// v1beta1 CRD that names both spec.version and spec.versions must list
+// spec.version first; the API server refuses it otherwise, and the
+// version it means is ambiguous.
+func checkV1beta1Version(r *Release, m *Manifest) []Finding {
+	if !isCRD(m) || m.GVK.Version != "v1beta1" || m.Delete() {
+		return nil
+	}
+	spec := mapAt(m.Obj.Object, "spec")
+	version := stringAt(spec, "version")
+	versions, _ := spec["versions"].([]any)
+	if version == "" || len(versions) == 0 {
+		return nil
+	}
+	entry, _ := versions[0].(map[string]any)
+	first := stringAt(entry, "name")
+	if first == version {
+		return nil
+	}
+	return []Finding{at(r, m, RuleCRDVersionMismatch, SeverityError,
+		"CustomResourceDefinition %s sets spec.version %q, but spec.versions starts with %q; the deprecated spec.version must name the first entry, so list %s first or drop spec.version",
+		m.Obj.GetName(), version, first, version)}
+}

@@ -274,6 +274,13 @@ func TestAPIRules(t *testing.T) {
 			files: map[string]string{"0000_20_a_00_cr.yaml": annotated("apps/v1", "Deploymnet", "ns", "d")},
 			want:  []want{{RuleNoProvider, SeverityWarning, "0000_20_a_00_cr.yaml", 1, `apps is built in but has no kind Deploymnet (did you mean "Deployment"?)`}},
 		},
+		"a v1beta1 CRD whose version is its first versions entry is fine": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": strings.NewReplacer("apiextensions.k8s.io/v1\n", "apiextensions.k8s.io/v1beta1\n", "  versions:\n", "  version: v1\n  versions:\n").Replace(crd)},
+		},
+		"a v1beta1 CRD whose version is not its first versions entry is an error": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": strings.NewReplacer("apiextensions.k8s.io/v1\n", "apiextensions.k8s.io/v1beta1\n", "  versions:\n", "  version: v1beta1\n  versions:\n").Replace(crd)},
+			want:  []want{{RuleCRDVersionMismatch, SeverityError, "0000_10_a_00_crd.yaml", 1, `sets spec.version "v1beta1", but spec.versions starts with "v1"`}},
+		},
 		"built-in Kubernetes and aggregated OpenShift kinds need no CRD": {
 			files: map[string]string{
 				"0000_20_a_00_a.yaml": annotated("apps/v1", "Deployment", "ns", "d"),
@@ -323,7 +330,7 @@ func TestUpdateRules(t *testing.T) {
 		"dropping a served CRD version is an error": {
 			files:    map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
 			previous: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1", "v1beta1")},
-			want:     []want{{RuleServedVersionDropped, SeverityError, "0000_10_a_00_crd.yaml", 1, "removes version v1beta1, which 4.19.3 serves"}},
+			want:     []want{{RuleServedVersionDropped, SeverityError, "0000_10_a_00_crd.yaml", 1, "removes version v1beta1, which is served, so its clients break; ship a release that sets served: false for v1beta1 first and remove it in a later one (previous release 4.19.3"}},
 		},
 		"dropping a version that stopped being served first is fine": {
 			files:    map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
@@ -332,7 +339,19 @@ func TestUpdateRules(t *testing.T) {
 		"dropping the previous storage version is an error": {
 			files:    map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
 			previous: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1beta1-", "v1")},
-			want:     []want{{RuleStorageVersionDropped, SeverityError, "0000_10_a_00_crd.yaml", 1, "removes version v1beta1, the storage version in 4.19.3"}},
+			want:     []want{{RuleStorageVersionDropped, SeverityError, "0000_10_a_00_crd.yaml", 1, "removes version v1beta1, which status.storedVersions lists"}},
+		},
+		"a changed scope or kind is an error each": {
+			files:    map[string]string{"0000_10_a_00_crd.yaml": strings.Replace(crdDoc("example.com", "Gadget", "widgets", "v1"), "scope: Namespaced", "scope: Cluster", 1)},
+			previous: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
+			want: []want{
+				{RuleCRDImmutableField, SeverityError, "0000_10_a_00_crd.yaml", 1, `changes spec.scope from "Namespaced" to "Cluster"`},
+				{RuleCRDImmutableField, SeverityError, "0000_10_a_00_crd.yaml", 1, `changes spec.names.kind from "Widget" to "Gadget"`},
+			},
+		},
+		"a new version is fine": {
+			files:    map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1", "v2")},
+			previous: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
 		},
 	}
 	runRuleCases(t, cases)
@@ -374,7 +393,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 26 {
+	if len(AllRules) != 28 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }

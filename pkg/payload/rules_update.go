@@ -2,6 +2,8 @@ package payload
 
 import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 )
 
 // checkMinorLeftovers (minor-leftover): a delete manifest that the
@@ -74,38 +76,41 @@ func checkOrphans(prev, next *releaseIndex) []Finding {
 	return findings
 }
 
-// checkCRDVersions compares each CRD that both releases create:
-//   - storage-version-dropped: the previous storage version is gone from
-//     spec.versions. Objects stored in it could no longer be read, and the
-//     API server refuses the update while status.storedVersions lists it;
-//   - served-version-dropped: a version the previous release served is
-//     gone. Clients still using it break; the safe path is one release
-//     with served: false, then removal.
+// checkCRDUpdates judges each CRD that both releases create with
+// crdcompat's offline checks, the previous release's storage version
+// taken as stored, as a cluster running it records:
+//   - crd-immutable-field: scope, group, names.kind or names.plural
+//     changed, which the API server refuses;
+//   - storage-version-dropped: a stored version is gone from
+//     spec.versions, so objects stored in it could not be read back;
+//   - served-version-dropped: a served version is gone; the safe path is
+//     one release with served: false, then removal.
 //
 // A dropped version that was also the storage version is reported once,
-// as storage-version-dropped.
-func checkCRDVersions(prev, next *releaseIndex) []Finding {
+// as storage-version-dropped. A CRD that does not decode is left to the
+// API server's own validation.
+func checkCRDUpdates(prev, next *releaseIndex) []Finding {
 	var findings []Finding
 	for name, before := range prev.crds {
 		after, ok := next.crds[name]
 		if !ok || len(after.Versions) == 0 {
 			continue
 		}
-		for _, v := range before.Versions {
-			if _, kept := after.version(v.Name); kept {
-				continue
-			}
-			switch {
-			case v.Storage:
-				findings = append(findings, at(next.r, after.Manifest, RuleStorageVersionDropped, SeverityError,
-					"CustomResourceDefinition %s removes version %s, the storage version in %s (%s); objects stored as %s could not be read, so keep %s in spec.versions (served: false is fine) until storage has moved to another version",
-					name, v.Name, prev.r.Version, position(prev.r, before.Manifest), v.Name, v.Name))
-			case v.Served:
-				findings = append(findings, at(next.r, after.Manifest, RuleServedVersionDropped, SeverityError,
-					"CustomResourceDefinition %s removes version %s, which %s serves (%s); clients using it break, so ship a release with served: false for %s first and remove it later",
-					name, v.Name, prev.r.Version, position(prev.r, before.Manifest), v.Name))
-			}
+		old, errOld := crdcompat.Decode(before.Manifest.Obj.Object)
+		updated, errNew := crdcompat.Decode(after.Manifest.Obj.Object)
+		if errOld != nil || errNew != nil {
+			continue
+		}
+		for _, f := range crdcompat.Static(crdcompat.AssumeStored(old), updated) {
+			findings = append(findings, at(next.r, after.Manifest, crdRules[f.Rule], SeverityError, "%s (previous release %s: %s)",
+				f.Message, prev.r.Version, position(prev.r, before.Manifest)))
 		}
 	}
 	return findings
+}
+
+var crdRules = map[crdcompat.Rule]Rule{
+	crdcompat.ImmutableFieldChanged: RuleCRDImmutableField,
+	crdcompat.StoredVersionRemoved:  RuleStorageVersionDropped,
+	crdcompat.ServedVersionRemoved:  RuleServedVersionDropped,
 }
