@@ -80,6 +80,11 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 		action = ActionUnchanged
 	default:
 		action = ActionConfigured
+		if isCRDManifest(m) {
+			if err := p.guardCRDUpdate(ctx, m, live); err != nil {
+				return ActionFailed, err
+			}
+		}
 		if err = p.e.adoptCreatedFields(ctx, rc, live); err == nil {
 			live, err = p.e.write(ctx, m, rc, want, false)
 		}

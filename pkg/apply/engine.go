@@ -22,6 +22,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -62,6 +63,8 @@ type Config struct {
 	EventObject runtime.Object
 	// Clock defaults to the real clock.
 	Clock clock.Clock
+	// CRDCheck tunes the compatibility check before each CRD update.
+	CRDCheck crdcompat.Options
 	// OnDelete, when set, is told of every delete transition the ledger
 	// records, in passes and between them, for metrics. It must not block.
 	OnDelete func(deletion.Transition, deletion.Record)
@@ -81,6 +84,7 @@ type Engine struct {
 	eventObj  runtime.Object
 	clock     clock.Clock
 	onDelete  func(deletion.Transition, deletion.Record)
+	crdCheck  crdcompat.Options
 
 	// applied remembers, per object, the manifest hash and the
 	// resourceVersion our last write produced, so a resync can skip the
@@ -137,6 +141,7 @@ func New(cfg Config) (*Engine, error) {
 		eventObj:      cfg.EventObject,
 		clock:         cfg.Clock,
 		onDelete:      cfg.OnDelete,
+		crdCheck:      cfg.CRDCheck,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
 		stuckReported: map[payload.ObjectID]bool{},
@@ -169,6 +174,10 @@ type SyncOptions struct {
 	// OperandCleanup is the admin's policy for the operands of components
 	// the release removes; the zero value means Orphan.
 	OperandCleanup cleanup.Policy
+	// Force marks a pass of an update the administrator forced: the CRD
+	// compatibility findings force may override are Events instead of
+	// failures (a removed stored version still fails).
+	Force bool
 	// Rollback marks a pass that moves the cluster to an older release:
 	// no operand cleanup starts.
 	Rollback bool

@@ -76,7 +76,8 @@ func (e *TaskError) Unwrap() error { return e.Err }
 // retryable reports whether another attempt could succeed.
 func (e *TaskError) retryable() bool {
 	switch e.Reason {
-	case ReasonDeletionRefused, ReasonInvalid, ReasonCONoVersions:
+	case ReasonDeletionRefused, ReasonInvalid, ReasonCONoVersions, ReasonCRDUpdateBlocked:
+		// The CRD check retries its reads itself; the next pass tries again.
 		return false
 	}
 	return true

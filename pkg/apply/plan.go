@@ -229,6 +229,9 @@ func (p *pass) planApply(ctx context.Context, m *payload.Manifest) (PlannedActio
 		return a, nil
 	}
 	a.Action, a.Reason, err = planUpdate(ctx, rc, want, live)
+	if err == nil && a.Action == PlanUpdate && isCRDManifest(m) {
+		a.Reason += "; " + p.crdPlanNote(ctx, m, live)
+	}
 	return a, err
 }
 

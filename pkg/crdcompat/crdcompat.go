@@ -139,11 +139,11 @@ func hasVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) bool
 	return slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == name })
 }
 
-// Summary renders findings one per line, for condition messages and errors.
+// Summary renders findings on one line, for task errors and Events.
 func Summary(findings []Finding) string {
 	lines := make([]string, len(findings))
 	for i, f := range findings {
 		lines[i] = f.Message
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(lines, "; ")
 }

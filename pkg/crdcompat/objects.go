@@ -13,18 +13,17 @@ import (
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/dynamic"
 )
+
+// ListFunc hands each existing object of gvr, in every namespace, to
+// each. It should read page by page, so that a large collection never
+// sits in memory whole; each may modify the object it is given.
+type ListFunc func(ctx context.Context, gvr schema.GroupVersionResource, each func(obj map[string]any)) error
 
 // Options tune the object check. Zero values take the defaults.
 type Options struct {
-	// PageSize is the limit of each LIST; default 500, the apiserver's own
-	// recommendation, so that a large collection never sits in memory
-	// whole.
-	PageSize int64
 	// Backoff retries a listing that failed; it restarts from the first
 	// page, as a continue token may have expired. Default 3 attempts,
 	// 1s then 2s apart.
@@ -32,9 +31,6 @@ type Options struct {
 }
 
 func (o Options) withDefaults() Options {
-	if o.PageSize <= 0 {
-		o.PageSize = 500
-	}
 	if o.Backoff == nil {
 		o.Backoff = &wait.Backoff{Duration: time.Second, Factor: 2, Steps: 3}
 	}
@@ -42,9 +38,9 @@ func (o Options) withDefaults() Options {
 }
 
 // Check runs every check of live against next: Static, then the existing
-// objects of each version both serve, read through client.
-func Check(ctx context.Context, client dynamic.Interface, live, next *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
-	return append(Static(live, next), Objects(ctx, client, live, next, opts)...)
+// objects of each version both serve, read through list.
+func Check(ctx context.Context, list ListFunc, live, next *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
+	return append(Static(live, next), Objects(ctx, list, live, next, opts)...)
 }
 
 // Objects validates the existing objects of every version that live and
@@ -58,7 +54,7 @@ func Check(ctx context.Context, client dynamic.Interface, live, next *apiextensi
 // When next converts with a webhook, invalid objects are a warning: the
 // new webhook may convert them into valid ones, and it only runs once the
 // CRD is updated.
-func Objects(ctx context.Context, client dynamic.Interface, live, next *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
+func Objects(ctx context.Context, list ListFunc, live, next *apiextensionsv1.CustomResourceDefinition, opts Options) []Finding {
 	opts = opts.withDefaults()
 	webhook := next.Spec.Conversion != nil && next.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter
 	var findings []Finding
@@ -82,7 +78,7 @@ func Objects(ctx context.Context, client dynamic.Interface, live, next *apiexten
 		var listErr error
 		err = wait.ExponentialBackoffWithContext(ctx, *opts.Backoff, func(ctx context.Context) (bool, error) {
 			invalid, count = nil, 0
-			listErr = eachPage(ctx, client, gvr, opts.PageSize, func(obj map[string]any) {
+			listErr = list(ctx, gvr, func(obj map[string]any) {
 				if problem := v.validate(obj); problem != "" {
 					count++
 					if len(invalid) < maxNamedObjects {
@@ -114,24 +110,6 @@ func Objects(ctx context.Context, client dynamic.Interface, live, next *apiexten
 		findings = append(findings, f)
 	}
 	return findings
-}
-
-// eachPage lists gvr in all namespaces, a page at a time, and hands each
-// object to fn.
-func eachPage(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, limit int64, fn func(map[string]any)) error {
-	opts := metav1.ListOptions{Limit: limit}
-	for {
-		list, err := client.Resource(gvr).List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		for i := range list.Items {
-			fn(list.Items[i].Object)
-		}
-		if opts.Continue = list.GetContinue(); opts.Continue == "" {
-			return nil
-		}
-	}
 }
 
 type validator struct {

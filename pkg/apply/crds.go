@@ -1,0 +1,112 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/payload-applier/payload-applier/pkg/crdcompat"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// ReasonCRDUpdateBlocked fails the task of a CRD whose update crdcompat
+// refuses; the CRD is left as it is.
+const ReasonCRDUpdateBlocked Reason = "CustomResourceDefinitionUpdateBlocked"
+
+// Event reasons of CRD updates that go ahead despite findings.
+const (
+	reasonCRDCompatibilityWarning = "CustomResourceDefinitionCompatibilityWarning"
+	reasonCRDUpdateForced         = "CustomResourceDefinitionUpdateForced"
+)
+
+func isCRDManifest(m *payload.Manifest) bool {
+	return m.GVK.Group == crdGK.Group && m.GVK.Kind == crdGK.Kind
+}
+
+// CRDCompatibility judges, for acceptance, every CRD that rel would update
+// against the live CRD and the objects it serves. A CRD the cluster lacks
+// is created, not updated, and a terminating one is left to the apply,
+// which waits for it; neither is judged. A CRD that cannot be read is a
+// CompatibilityCheckError.
+func (e *Engine) CRDCompatibility(ctx context.Context, rel *payload.Release) []crdcompat.Finding {
+	rc := e.clientFor(crdGVK.GroupVersion().WithResource("customresourcedefinitions"), "")
+	var findings []crdcompat.Finding
+	for _, m := range rel.Manifests {
+		if !isCRDManifest(m) || m.Delete() || m.CreateOnly() {
+			continue
+		}
+		live, err := rc.read(ctx, m.Obj.GetName())
+		if err != nil {
+			findings = append(findings, crdcompat.Finding{CRD: m.Obj.GetName(), Rule: crdcompat.CompatibilityCheckError,
+				Message: fmt.Sprintf("CustomResourceDefinition %s: could not read it: %v", m.Obj.GetName(), err)})
+			continue
+		}
+		if live == nil || live.GetDeletionTimestamp() != nil {
+			continue
+		}
+		findings = append(findings, e.crdFindings(ctx, m, live)...)
+	}
+	return findings
+}
+
+// crdFindings compares the manifest of a CRD with its live object. A
+// manifest that does not decode is left to the apiserver, whose refusal
+// names the field.
+func (e *Engine) crdFindings(ctx context.Context, m *payload.Manifest, live *unstructured.Unstructured) []crdcompat.Finding {
+	next, err := crdcompat.Decode(m.Obj.Object)
+	if err != nil {
+		return nil
+	}
+	current, err := crdcompat.Decode(live.Object)
+	if err != nil {
+		return []crdcompat.Finding{{CRD: m.Obj.GetName(), Rule: crdcompat.CompatibilityCheckError,
+			Message: fmt.Sprintf("CustomResourceDefinition %s: the live object does not read as a CRD: %v", m.Obj.GetName(), err)}}
+	}
+	return crdcompat.Check(ctx, e.listObjects, current, next, e.crdCheck)
+}
+
+// listObjects pages through every object of gvr for crdcompat.
+func (e *Engine) listObjects(ctx context.Context, gvr schema.GroupVersionResource, each func(map[string]any)) error {
+	return e.clientFor(gvr, "").list(ctx, func(u *unstructured.Unstructured) { each(u.Object) })
+}
+
+// guardCRDUpdate runs right before a CRD is updated, as the objects may
+// have changed since acceptance. Warnings, and in a forced update the
+// findings force overrides, are Events; anything else fails the task and
+// leaves the CRD untouched.
+func (p *pass) guardCRDUpdate(ctx context.Context, m *payload.Manifest, live *unstructured.Unstructured) error {
+	var blocking, forced []crdcompat.Finding
+	for _, f := range p.e.crdFindings(ctx, m, live) {
+		switch {
+		case f.Warning:
+			p.e.warn(reasonCRDCompatibilityWarning, f.Message)
+		case p.opts.Force && f.Forceable():
+			forced = append(forced, f)
+		default:
+			blocking = append(blocking, f)
+		}
+	}
+	if len(blocking) > 0 {
+		return &TaskError{Subject: m.ID(), File: m.Position(), Reason: ReasonCRDUpdateBlocked, Effect: EffectFail,
+			Message: "update refused, the CustomResourceDefinition is left as it is: " + crdcompat.Summary(blocking)}
+	}
+	if len(forced) > 0 {
+		p.e.warn(reasonCRDUpdateForced, fmt.Sprintf("%s (%s): updated although %s", m.ID(), m.Position(), crdcompat.Summary(forced)))
+	}
+	return nil
+}
+
+// crdPlanNote says, for plan, whether a CRD update would pass the checks.
+func (p *pass) crdPlanNote(ctx context.Context, m *payload.Manifest, live *unstructured.Unstructured) string {
+	findings := p.e.crdFindings(ctx, m, live)
+	switch blocking := crdcompat.Blocking(findings); {
+	case len(findings) == 0:
+		return "compatible with the live CRD and its objects"
+	case len(blocking) == 0:
+		return "compatible, with warnings: " + crdcompat.Summary(findings)
+	default:
+		return "blocked (" + string(ReasonCRDUpdateBlocked) + "): " + crdcompat.Summary(blocking)
+	}
+}
