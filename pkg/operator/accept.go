@@ -13,8 +13,9 @@ import (
 
 // CheckUpdate runs every acceptance check on a move of the cluster cv to
 // rel, requested as target, with what engine's delete ledger remembers and
-// the releases the update graph deprecates (nil when none is known). An
-// install, before any release completed, runs precondition.InstallList.
+// the releases the update graph deprecates (nil when none is known), and
+// how rel's CRD updates fit the live CRDs and their objects. An install,
+// before any release completed, runs precondition.InstallList.
 // The operator runs it before it adopts a target; plan runs it to say
 // whether a target would be accepted. A ledger that cannot be read fails
 // the carried-deletes check rather than passing it unseen; force still
@@ -26,6 +27,9 @@ func CheckUpdate(ctx context.Context, engine *apply.Engine, cv *configv1.Cluster
 	}
 	carried, err := engine.CarriedDeletes(ctx)
 	rc.CarriedDeletes = carried
+	if rel != nil {
+		rc.CRDFindings = engine.CRDCompatibility(ctx, rel)
+	}
 	errs := precondition.DefaultList().RunAll(ctx, rc)
 	if kind, kindErr := precondition.Classify(precondition.LastCompletedVersion(cv.Status.History), target); err != nil && kindErr == nil &&
 		(kind == precondition.UpdateMinor || kind == precondition.UpdateMajor) {

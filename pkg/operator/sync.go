@@ -113,6 +113,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	}
 	opts.Attempt = o.attempt
 	opts.OperandCleanup = cleanup.PolicyOf(cv.Annotations)
+	// The force that accepted the update also lets its CRD updates past
+	// the findings it accepted.
+	opts.Force = out.Mode == graph.ModeUpdate && cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
 	if current := precondition.LastCompletedVersion(status.History); current != "" && out.Mode == graph.ModeUpdate {
 		kind, err := precondition.Classify(current, rel.Version)
 		opts.Rollback = err == nil && kind == precondition.UpdateRollback

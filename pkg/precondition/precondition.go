@@ -15,6 +15,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -44,6 +45,9 @@ type ReleaseContext struct {
 	// remembers them (deletion.Carriers). It is cluster state, so that
 	// `apply` and `start` judge alike.
 	CarriedDeletes map[payload.ObjectID][]string
+	// CRDFindings are what pkg/crdcompat found wrong with the target's
+	// updates of the cluster's CRDs (Engine.CRDCompatibility).
+	CRDFindings []crdcompat.Finding
 	// Deprecated maps each release the update graph marks deprecated to
 	// its message; nil when no graph is known.
 	Deprecated map[string]string
@@ -73,6 +77,9 @@ type Error struct {
 	// NonBlockingWarning marks a failure that is reported, and recorded as an
 	// accepted risk, without blocking the update.
 	NonBlockingWarning bool
+	// Unforceable marks a blocking failure that force does not override,
+	// such as a CRD update that would lose stored data.
+	Unforceable bool
 }
 
 // Error returns the message alone; Summarize adds the check name and reason.
@@ -87,9 +94,10 @@ type List []Precondition
 // DefaultList returns the checks the operator runs on every update request,
 // in the CVO's order: rollback, giant hop, then Upgradeable; then the
 // payload's own: delete manifests carried across a minor version; then
-// the update graph's: a deprecated target.
+// the update graph's: a deprecated target; then the cluster's: CRD
+// updates that would break stored objects or their clients.
 func DefaultList() List {
-	return List{Rollback{}, GiantHop{}, Upgradeable{}, CarriedDeletes{}, ReleaseDeprecated{}}
+	return List{Rollback{}, GiantHop{}, Upgradeable{}, CarriedDeletes{}, ReleaseDeprecated{}, CRDCompatibility{}}
 }
 
 // InstallList returns the checks an install runs: an install has no

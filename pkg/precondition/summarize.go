@@ -88,10 +88,13 @@ func Summarize(errs []error, force bool) (blocking bool, err error) {
 	}
 
 	lines := make([]string, 0, len(failures))
+	unforceable := false
 	for _, f := range failures {
 		lines = append(lines, Describe(f))
 		if IsBlocking(f) {
 			blocking = true
+			var pErr *Error
+			unforceable = unforceable || (errors.As(f, &pErr) && pErr.Unforceable)
 		}
 	}
 
@@ -99,7 +102,10 @@ func Summarize(errs []error, force bool) (blocking bool, err error) {
 	if len(lines) > 1 {
 		message = "Multiple precondition checks failed:\n* " + strings.Join(lines, "\n* ")
 	}
-	forced := force && blocking
+	forced := force && blocking && !unforceable
+	if force && unforceable {
+		message = "Force does not override every failure: " + message
+	}
 	if forced {
 		message = forcedPrefix + message
 		blocking = false
