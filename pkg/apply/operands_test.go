@@ -6,7 +6,6 @@ import (
 	goruntime "runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +19,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/test/heapsample"
 )
 
 var (
@@ -322,7 +322,7 @@ func BenchmarkOperandCleanupGate(b *testing.B) {
 		}
 		rel := removal(t, supportedAnn)
 		goruntime.GC()
-		stop := sampleHeap(&peak)
+		stop := heapsample.Peak(&peak)
 		b.StartTimer()
 		res, err := c.engine.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeUpdate, OperandCleanup: cleanup.PolicyDelete, DeleteSettle: 1})
 		b.StopTimer()
@@ -333,26 +333,4 @@ func BenchmarkOperandCleanupGate(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
-}
-
-// sampleHeap records the largest heap in use into peak until stopped.
-func sampleHeap(peak *uint64) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var ms goruntime.MemStats
-		for {
-			goruntime.ReadMemStats(&ms)
-			if ms.HeapInuse > *peak {
-				*peak = ms.HeapInuse
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
-	}()
-	return func() { close(done); <-finished }
 }

@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"strings"
+	gosync "sync"
 	"testing"
 	"time"
 
@@ -13,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/test/cluster"
+	"github.com/payload-applier/payload-applier/test/heapsample"
 )
 
 // crdVersion is one entry of a test CRD's spec.versions; schema is the
@@ -264,5 +268,66 @@ func TestCRDVersionRemoval(t *testing.T) {
 	if h := clusterVersion(t).Status.History[0]; h.Version != "2.0.1" || !strings.Contains(h.AcceptedRisks, "CustomResourceDefinitionCompatibility") ||
 		!strings.Contains(h.AcceptedRisks, "ServedVersionRemoved") {
 		t.Errorf("history[0] = %s, accepted risks %q: want the CRD risk recorded", h.Version, h.AcceptedRisks)
+	}
+}
+
+// BenchmarkCRDAcceptanceOver10000Objects measures the acceptance check of
+// a CRD update against the real apiserver, over 10,000 existing objects in
+// 10 namespaces: paged LISTs, defaulting and validation of each object.
+// "valid" is a new required field with a default (every object passes);
+// "invalid" is the same field without one (every object fails, 10 named).
+func BenchmarkCRDAcceptanceOver10000Objects(b *testing.B) {
+	const objects, namespaces, writers = 10000, 10, 32
+	c := newClients(b)
+	group := uniqueName(b, "bench") + ".example.com"
+	deleteCRDsAtEnd(b, c, "gadgets."+group)
+	e := newEngine(b, c, testCluster.CreateNamespace(b))
+	requireComplete(b, sync(b, e, load(b, writePayload(b, "1.0.0", map[string]string{
+		"0000_50_gadgets_00_crd.yaml": gadgetCRD(group, crdVersion{"v1", true, true, sizeSpec})})), graph.ModeInstall))
+	nss := make([]string, namespaces)
+	for i := range nss {
+		nss[i] = testCluster.CreateNamespace(b)
+	}
+	work := make(chan int)
+	var wg gosync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				createGadget(b, c, group, "v1", nss[i%namespaces], fmt.Sprintf("g%05d", i), map[string]any{"size": "small"})
+			}
+		}()
+	}
+	for i := range objects {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+
+	for _, tc := range []struct {
+		name    string
+		spec    string
+		invalid int
+	}{{"valid", colorDefaultsSpec, 0}, {"invalid", sizeAndColorSpec, objects}} {
+		b.Run(tc.name, func(b *testing.B) {
+			rel := load(b, writePayload(b, "1.0.1", map[string]string{"0000_50_gadgets_00_crd.yaml": gadgetCRD(group, crdVersion{"v1", true, true, tc.spec})}))
+			var peak uint64
+			for b.Loop() {
+				goruntime.GC()
+				stop := heapsample.Peak(&peak)
+				findings := e.CRDCompatibility(context.Background(), rel)
+				stop()
+				count := 0
+				for _, f := range findings {
+					count += f.Count
+				}
+				if count != tc.invalid {
+					b.Fatalf("%d invalid objects, want %d: %v", count, tc.invalid, findings)
+				}
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+			b.ReportMetric(float64(objects)*float64(b.N)/b.Elapsed().Seconds(), "objects/s")
+		})
 	}
 }
