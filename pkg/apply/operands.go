@@ -165,12 +165,13 @@ func (p *pass) runGate(ctx context.Context, cand cleanup.Candidate) (bool, clean
 	if hasPrev && prev.State.Open() {
 		return true, prev
 	}
-	if !hasPrev && (p.opts.Mode != graph.ModeUpdate || p.opts.Rollback) {
+	if !hasPrev && p.opts.Mode != graph.ModeUpdate {
 		// A cleanup starts only in an update; later passes carry it on.
 		return true, cleanup.Record{}
 	}
 	crds, skips := p.cleanupScope(ctx, cand)
 	if p.opts.Rollback {
+		// Reported, so that an admin who asked for Delete learns why not.
 		skips = append(skips, cleanup.Skip{Rule: cleanup.RuleNotReplaced, Message: "the update is a rollback"}.String())
 		crds = nil
 	}
