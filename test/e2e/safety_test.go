@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math/rand"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 )
 
@@ -33,7 +35,10 @@ stringData:
 
 // TestDeletesExactlyWhatTheUpdateMarks applies random release pairs and
 // checks, from the audit log, that the objects deleted are exactly the ones
-// the second release marks for deletion that existed, and nothing else.
+// the second release marks for deletion that existed, and nothing else,
+// with the one widening on purpose: when the second release removes the
+// widgets component, its CRD says operand-cleanup: Supported and the
+// policy is Delete, the Widgets in the CRD's scope go too (issue 14).
 func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -68,12 +73,52 @@ func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 				v1["0000_10_comp-0_99_filler.yaml"] = configMap(ns, "filler", "x")
 				created["filler"] = true
 			}
+
+			// The widgets component: an operator, a CRD and four Widgets,
+			// one of them in another namespace.
+			w := newWidgetComponent(t, ns)
+			other := testCluster.CreateNamespace(t)
+			v1["0000_50_widgets_00_crd.yaml"], v1["0000_50_widgets_10_operator.yaml"] = w.crdManifest(), w.operatorManifest()
+			removed, supported, allNamespaces := rng.Intn(2) == 0, rng.Intn(2) == 0, rng.Intn(2) == 0
+			policy := []cleanup.Policy{cleanup.PolicyDelete, cleanup.PolicyOrphan}[rng.Intn(2)]
+			if pair == 0 {
+				// Every run exercises the widened rule at least once.
+				removed, supported, policy = true, true, cleanup.PolicyDelete
+			}
+			t.Logf("widgets removed=%v supported=%v all-namespaces=%v policy=%s", removed, supported, allNamespaces, policy)
+			if removed {
+				ann := []string{deleteAnn}
+				if supported {
+					ann = append(ann, supportedAnn)
+				}
+				if !allNamespaces {
+					ann = append(ann, fmt.Sprintf("release.openshift.io/operand-namespaces: %q", ns))
+				}
+				v2["0000_50_widgets_00_crd.yaml"], v2["0000_50_widgets_10_operator.yaml"] = w.crdManifest(ann...), w.operatorManifest(deleteAnn)
+				marked[w.crd], marked["widget-operator"] = true, true
+			} else {
+				v2["0000_50_widgets_00_crd.yaml"], v2["0000_50_widgets_10_operator.yaml"] = w.crdManifest(), w.operatorManifest()
+			}
+			created[w.crd], created["widget-operator"] = true, true
+
 			requireComplete(t, sync(t, e, load(t, writePayload(t, "1.0.0", v1)), graph.ModeInstall))
+			for i := range 3 {
+				w.createWidget(t, c, ns, fmt.Sprintf("op-%d", i), false)
+			}
+			w.createWidget(t, c, other, "op-out", false)
 			rel2 := load(t, writePayload(t, "1.0.1", v2))
 			mark := auditMark(t)
-			res := sync(t, e, rel2, graph.ModeUpdate)
-			for i := 0; i < 5 && len(res.Deletes.InProgress) > 0; i++ {
-				res = sync(t, e, rel2, graph.ModeReconcile)
+			opts := fastOptions(graph.ModeUpdate)
+			opts.OperandCleanup = policy
+			res, err := e.Sync(context.Background(), rel2, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts.Mode = graph.ModeReconcile
+			for i := 0; i < 8 && (len(res.Deletes.InProgress) > 0 || cleanupOpen(res.Cleanups)); i++ {
+				if res, err = e.Sync(context.Background(), rel2, opts); err != nil {
+					t.Fatal(err)
+				}
 			}
 			requireComplete(t, res)
 
@@ -81,6 +126,12 @@ func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 			for name := range marked {
 				if created[name] {
 					want = append(want, name)
+				}
+			}
+			if removed && supported && policy == cleanup.PolicyDelete {
+				want = append(want, "op-0", "op-1", "op-2")
+				if allNamespaces {
+					want = append(want, "op-out")
 				}
 			}
 			for name, n := range adminDeletes(t, mark) {
@@ -95,6 +146,9 @@ func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 				t.Fatalf("deleted %v, want exactly %v (seed %d)", got, want, seed)
 			}
 			for name := range created {
+				if name == w.crd || name == "widget-operator" {
+					continue
+				}
 				exists := c.get(t, configMapGVK, ns, name) != nil || c.get(t, secretGVK, ns, name) != nil
 				if exists == marked[name] {
 					t.Errorf("%s exists=%v but marked=%v (seed %d)", name, exists, marked[name], seed)
@@ -102,6 +156,15 @@ func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 			}
 		})
 	}
+}
+
+func cleanupOpen(recs []cleanup.Record) bool {
+	for _, r := range recs {
+		if r.State.Open() {
+			return true
+		}
+	}
+	return false
 }
 
 func manifestFor(asSecret bool, ns, name string, del bool) string {
