@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -32,23 +34,34 @@ func isCRDManifest(m *payload.Manifest) bool {
 // CompatibilityCheckError.
 func (e *Engine) CRDCompatibility(ctx context.Context, rel *payload.Release) []crdcompat.Finding {
 	rc := e.clientFor(crdGVK.GroupVersion().WithResource("customresourcedefinitions"), "")
-	var findings []crdcompat.Finding
+	var crds []*payload.Manifest
 	for _, m := range rel.Manifests {
-		if !isCRDManifest(m) || m.Delete() || m.CreateOnly() {
-			continue
+		if isCRDManifest(m) && !m.Delete() && !m.CreateOnly() {
+			crds = append(crds, m)
 		}
-		live, err := rc.read(ctx, m.Obj.GetName())
-		if err != nil {
-			findings = append(findings, crdcompat.Finding{CRD: m.Obj.GetName(), Rule: crdcompat.CompatibilityCheckError,
-				Message: fmt.Sprintf("CustomResourceDefinition %s: could not read it: %v", m.Obj.GetName(), err)})
-			continue
-		}
-		if live == nil || live.GetDeletionTimestamp() != nil {
-			continue
-		}
-		findings = append(findings, e.crdFindings(ctx, m, live)...)
 	}
-	return findings
+	// A payload ships a hundred CRDs or more, some of a few MB: read and
+	// judge them a few at a time, keeping payload order in the result.
+	perCRD := make([][]crdcompat.Finding, len(crds))
+	sem := make(chan struct{}, planParallelism)
+	var wg sync.WaitGroup
+	for i, m := range crds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			live, err := rc.read(ctx, m.Obj.GetName())
+			switch {
+			case err != nil:
+				perCRD[i] = []crdcompat.Finding{{CRD: m.Obj.GetName(), Rule: crdcompat.CompatibilityCheckError,
+					Message: fmt.Sprintf("CustomResourceDefinition %s: could not read it: %v", m.Obj.GetName(), err)}}
+			case live != nil && live.GetDeletionTimestamp() == nil:
+				perCRD[i] = e.crdFindings(ctx, m, live)
+			}
+		}()
+	}
+	wg.Wait()
+	return slices.Concat(perCRD...)
 }
 
 // crdFindings compares the manifest of a CRD with its live object. A

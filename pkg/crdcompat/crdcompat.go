@@ -77,8 +77,8 @@ func Blocking(findings []Finding) []Finding {
 
 // Static runs the checks that need no objects: immutable fields, removed
 // stored versions and removed served versions. old is the live CRD, or the
-// previous release's; its status.storedVersions says what is stored (see
-// AssumeStored for an offline one).
+// previous release's; its status.storedVersions says what is stored
+// (Decode lists the storage version when a manifest has no status).
 func Static(old, next *apiextensionsv1.CustomResourceDefinition) []Finding {
 	var findings []Finding
 	name := next.Name
@@ -117,22 +117,6 @@ func Static(old, next *apiextensionsv1.CustomResourceDefinition) []Finding {
 			name, v.Name, v.Name)})
 	}
 	return findings
-}
-
-// AssumeStored returns crd with status.storedVersions set to its storage
-// version when it has none, as a cluster running it would record. lint
-// uses it for a previous release's CRD, which carries no status.
-func AssumeStored(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
-	if len(crd.Status.StoredVersions) > 0 {
-		return crd
-	}
-	out := crd.DeepCopy()
-	for _, v := range crd.Spec.Versions {
-		if v.Storage {
-			out.Status.StoredVersions = append(out.Status.StoredVersions, v.Name)
-		}
-	}
-	return out
 }
 
 func hasVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) bool {

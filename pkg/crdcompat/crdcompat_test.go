@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 )
 
@@ -163,20 +164,6 @@ func TestMessagesSayWhatToDo(t *testing.T) {
 	}
 }
 
-func TestAssumeStoredTakesTheStorageVersion(t *testing.T) {
-	crd := widgets(t, func(c *apiextensionsv1.CustomResourceDefinition) { c.Status.StoredVersions = nil })
-	if got := AssumeStored(crd).Status.StoredVersions; len(got) != 1 || got[0] != "v1" {
-		t.Fatalf("stored %v, want [v1]", got)
-	}
-	if crd.Status.StoredVersions != nil {
-		t.Fatal("AssumeStored changed its argument")
-	}
-	live := widgets(t, func(c *apiextensionsv1.CustomResourceDefinition) { c.Status.StoredVersions = []string{"v1alpha1"} })
-	if got := AssumeStored(live).Status.StoredVersions; len(got) != 1 || got[0] != "v1alpha1" {
-		t.Fatalf("stored %v, want the live list [v1alpha1]", got)
-	}
-}
-
 func TestDecodeV1beta1(t *testing.T) {
 	crd := mustDecode(t, `
 apiVersion: apiextensions.k8s.io/v1beta1
@@ -213,5 +200,22 @@ func TestDecodeRefusesOtherAPIs(t *testing.T) {
 	_, err := Decode(map[string]any{"apiVersion": "v1", "kind": "ConfigMap"})
 	if err == nil || !strings.Contains(err.Error(), `"v1"`) {
 		t.Fatalf("err %v, want one naming the apiVersion", err)
+	}
+}
+
+func TestDecodeListsTheStorageVersionAsStored(t *testing.T) {
+	crd := widgets(t)
+	crd.Status.StoredVersions = nil
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj["apiVersion"] = "apiextensions.k8s.io/v1"
+	decoded, err := Decode(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := decoded.Status.StoredVersions; len(got) != 1 || got[0] != "v1" {
+		t.Fatalf("stored %v, want [v1] as the apiserver defaults it", got)
 	}
 }

@@ -78,7 +78,7 @@ func checkOrphans(prev, next *releaseIndex) []Finding {
 
 // checkCRDUpdates judges each CRD that both releases create with
 // crdcompat's offline checks, the previous release's storage version
-// taken as stored, as a cluster running it records:
+// taken as stored (crdcompat.Decode), as a cluster running it records:
 //   - crd-immutable-field: scope, group, names.kind or names.plural
 //     changed, which the API server refuses;
 //   - storage-version-dropped: a stored version is gone from
@@ -101,7 +101,7 @@ func checkCRDUpdates(prev, next *releaseIndex) []Finding {
 		if errOld != nil || errNew != nil {
 			continue
 		}
-		for _, f := range crdcompat.Static(crdcompat.AssumeStored(old), updated) {
+		for _, f := range crdcompat.Static(old, updated) {
 			findings = append(findings, at(next.r, after.Manifest, crdRules[f.Rule], SeverityError, "%s (previous release %s: %s)",
 				f.Message, prev.r.Version, position(prev.r, before.Manifest)))
 		}
