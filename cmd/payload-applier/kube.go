@@ -19,8 +19,14 @@ type clusterFlags struct {
 }
 
 func (f *clusterFlags) add(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; default $KUBECONFIG, then the in-cluster config, then ~/.kube/config")
+	f.addKubeconfig(cmd)
 	cmd.Flags().StringVar(&f.namespace, "namespace", apply.DefaultSelf().Namespace, "namespace of the applier's ledger, lease and events")
+}
+
+// addKubeconfig adds only --kubeconfig, for commands that touch no state
+// of the applier's own.
+func (f *clusterFlags) addKubeconfig(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "path to a kubeconfig; default $KUBECONFIG, then the in-cluster config, then ~/.kube/config")
 }
 
 // restConfig resolves the cluster: --kubeconfig, then $KUBECONFIG, then the

@@ -50,6 +50,7 @@ func newRootCommand() *cobra.Command {
 		newStartCommand(),
 		newStatusCommand(),
 		newUpdateGraphCommand(),
+		newCRDCommand(),
 		newVersionCommand(),
 	)
 	return root

@@ -104,9 +104,9 @@ func Static(old, next *apiextensionsv1.CustomResourceDefinition) []Finding {
 		}
 		findings = append(findings, Finding{CRD: name, Rule: StoredVersionRemoved, Version: v, Message: fmt.Sprintf(
 			"CustomResourceDefinition %s removes version %s, which status.storedVersions lists, so objects may still be stored as %s and could not be read back; "+
-				"keep %s in spec.versions (served: false is fine), migrate the objects (read and write back each one, which stores it in the storage version), "+
-				"then remove %s from status.storedVersions; force does not override this",
-			name, v, v, v, v)})
+				"keep %s in spec.versions (served: false is fine) and migrate the objects to the storage version "+
+				"(payload-applier crd migrate-storage %s rewrites each one, then removes %s from status.storedVersions); force does not override this",
+			name, v, v, v, name, v)})
 	}
 	for _, v := range old.Spec.Versions {
 		if !v.Served || stored[v.Name] || hasVersion(next, v.Name) {

@@ -157,7 +157,7 @@ func TestMessagesSayWhatToDo(t *testing.T) {
 	})
 	next := widgets(t, func(c *apiextensionsv1.CustomResourceDefinition) { c.Spec.Versions = c.Spec.Versions[:1] })
 	msg := Summary(Static(old, next))
-	for _, want := range []string{"widgets.example.com", "v1alpha1", "status.storedVersions", "migrate", "force does not override"} {
+	for _, want := range []string{"widgets.example.com", "v1alpha1", "status.storedVersions", "crd migrate-storage widgets.example.com", "force does not override"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}

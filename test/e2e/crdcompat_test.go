@@ -206,10 +206,13 @@ func TestCRDVersionRemoval(t *testing.T) {
 	alphaUnserved := release("1.0.2", crdVersion{"v1alpha1", false, false, sizeSpec}, crdVersion{"v1", true, true, sizeSpec})
 	alphaGone := release("1.0.3", crdVersion{"v1", true, true, sizeSpec})
 
-	for _, dir := range []string{alphaStored, v1Stored} {
-		if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir); code != 0 {
-			t.Fatalf("apply %s: exit %d\n%s\n%s", dir, code, stdout, stderr)
-		}
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", alphaStored); code != 0 {
+		t.Fatalf("install: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	createGadget(t, c, group, "v1alpha1", ns, "old-a", map[string]any{"size": "small"})
+	createGadget(t, c, group, "v1alpha1", ns, "old-b", map[string]any{"size": "large"})
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", v1Stored); code != 0 {
+		t.Fatalf("apply %s: exit %d\n%s\n%s", v1Stored, code, stdout, stderr)
 	}
 	stored, _, _ := unstructured.NestedStringSlice(c.get(t, crdGVKOf(), "", crdName).Object, "status", "storedVersions")
 	if strings.Join(stored, ",") != "v1alpha1,v1" {
@@ -227,14 +230,30 @@ func TestCRDVersionRemoval(t *testing.T) {
 		t.Fatalf("ReleaseAccepted = %+v, want it to say force does not override", accepted)
 	}
 
-	t.Log("once storage is migrated, dropping the still served version in one step is refused")
-	crdClient := c.dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	crd := c.get(t, crdGVKOf(), "", crdName)
-	_ = unstructured.SetNestedStringSlice(crd.Object, []string{"v1"}, "status", "storedVersions")
-	if _, err := crdClient.UpdateStatus(context.Background(), crd, metav1.UpdateOptions{}); err != nil {
+	t.Log("crd migrate-storage rewrites each object in v1, then leaves v1 alone in storedVersions")
+	code, stdout, stderr := runCLI(t, bin, "crd", "migrate-storage", crdName, "--dry-run")
+	if code != 0 || !strings.Contains(stdout, "2 objects would be rewritten (dry run) in v1") || !strings.Contains(stdout, "[v1alpha1 v1] -> [v1alpha1 v1]") {
+		t.Fatalf("dry run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	mark := auditMark(t)
+	code, stdout, stderr = runCLI(t, bin, "crd", "migrate-storage", crdName)
+	if code != 0 || !strings.Contains(stdout, "2 objects rewritten in v1") || !strings.Contains(stdout, "[v1alpha1 v1] -> [v1]") {
+		t.Fatalf("migrate-storage: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	events, err := testCluster.AuditEventsSince(mark)
+	if err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", alphaGone)
+	if puts := cluster.FilterAudit(events, cluster.AuditFilter{Verb: "update", Resource: "gadgets", Stage: cluster.AuditStageResponseComplete}); len(puts) != 2 {
+		t.Errorf("%d object writes, want one per Gadget: %v", len(puts), puts)
+	}
+	stored, _, _ = unstructured.NestedStringSlice(c.get(t, crdGVKOf(), "", crdName).Object, "status", "storedVersions")
+	if strings.Join(stored, ",") != "v1" {
+		t.Fatalf("storedVersions %v after the migration, want [v1]", stored)
+	}
+
+	t.Log("once storage is migrated, dropping the still served version in one step is refused")
+	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", alphaGone)
 	if code != 3 || !strings.Contains(stdout+stderr, "ServedVersionRemoved") || strings.Contains(stdout+stderr, "StoredVersionRemoved") {
 		t.Fatalf("exit %d, want 3 naming ServedVersionRemoved only\n%s\n%s", code, stdout, stderr)
 	}
