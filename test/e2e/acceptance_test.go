@@ -87,15 +87,31 @@ func TestMinorUpdateCarryingTheCurrentReleasesDeletesIsRefused(t *testing.T) {
 
 func clusterVersion(t testing.TB) *configv1.ClusterVersion {
 	t.Helper()
-	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := cc.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
+	cv, err := configClient(t).ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cv
+}
+
+// requestVersion sets spec.desiredUpdate of the ClusterVersion, as an
+// administrator asks a running operator for a release.
+func requestVersion(t testing.TB, version string) {
+	t.Helper()
+	cv := clusterVersion(t)
+	cv.Spec.DesiredUpdate = &configv1.Update{Version: version}
+	if _, err := configClient(t).ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{FieldValidation: "Ignore"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func configClient(t testing.TB) configclient.Interface {
+	t.Helper()
+	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cc
 }
 
 func findCondition(cv *configv1.ClusterVersion, t configv1.ClusterStatusConditionType) *configv1.ClusterOperatorStatusCondition {

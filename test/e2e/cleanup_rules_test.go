@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
-	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
@@ -164,18 +162,7 @@ func TestARestartMidCleanupCarriesItOn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := cc.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: "1.0.1"}
-	if _, err := cc.ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{FieldValidation: "Ignore"}); err != nil {
-		t.Fatal(err)
-	}
+	requestVersion(t, "1.0.1")
 
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "start", "--payloads", store, "--listen", "", "--leader-elect=false", "--resync-interval", "1s",

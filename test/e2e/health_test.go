@@ -14,9 +14,6 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/openshift/api/config/v1"
-	configclient "github.com/openshift/client-go/config/clientset/versioned"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
@@ -68,18 +65,7 @@ func TestLivenessFailsWhenAPassOutlastsTheWindow(t *testing.T) {
 		t.Fatalf("/healthz = %d %q before any long pass", code, body)
 	}
 
-	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: "1.0.0"}
-	if _, err := cc.ConfigV1().ClusterVersions().Update(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"}); err != nil {
-		t.Fatal(err)
-	}
+	requestVersion(t, "1.0.0")
 	var body string
 	waitFor("/healthz fails while the pass outlasts the window", func() bool {
 		var code int
