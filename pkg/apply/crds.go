@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/payload-applier/payload-applier/pkg/crdcompat"
+	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -34,34 +34,25 @@ func isCRDManifest(m *payload.Manifest) bool {
 // CompatibilityCheckError.
 func (e *Engine) CRDCompatibility(ctx context.Context, rel *payload.Release) []crdcompat.Finding {
 	rc := e.clientFor(crdGVK.GroupVersion().WithResource("customresourcedefinitions"), "")
-	var crds []*payload.Manifest
-	for _, m := range rel.Manifests {
-		if isCRDManifest(m) && !m.Delete() && !m.CreateOnly() {
-			crds = append(crds, m)
-		}
-	}
 	// A payload ships a hundred CRDs or more, some of a few MB: read and
-	// judge them a few at a time, keeping payload order in the result.
-	perCRD := make([][]crdcompat.Finding, len(crds))
-	sem := make(chan struct{}, planParallelism)
-	var wg sync.WaitGroup
-	for i, m := range crds {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			live, err := rc.read(ctx, m.Obj.GetName())
-			switch {
-			case err != nil:
-				perCRD[i] = []crdcompat.Finding{{CRD: m.Obj.GetName(), Rule: crdcompat.CompatibilityCheckError,
-					Message: fmt.Sprintf("CustomResourceDefinition %s: could not read it: %v", m.Obj.GetName(), err)}}
-			case live != nil && live.GetDeletionTimestamp() == nil:
-				perCRD[i] = e.crdFindings(ctx, m, live)
-			}
-		}()
-	}
-	wg.Wait()
-	return slices.Concat(perCRD...)
+	// judge them a few at a time, as plan reads, keeping payload order.
+	perManifest := make([][]crdcompat.Finding, len(rel.Manifests))
+	graph.Run(ctx, graph.Unordered(Tasks(rel)), graph.RunOptions{Parallelism: planParallelism}, func(ctx context.Context, t *graph.Task) error {
+		m := rel.Manifests[t.Index]
+		if !isCRDManifest(m) || m.Delete() || m.CreateOnly() {
+			return nil
+		}
+		live, err := rc.read(ctx, m.Obj.GetName())
+		switch {
+		case err != nil:
+			perManifest[t.Index] = []crdcompat.Finding{{CRD: m.Obj.GetName(), Rule: crdcompat.CompatibilityCheckError,
+				Message: fmt.Sprintf("CustomResourceDefinition %s: could not read it: %v", m.Obj.GetName(), err)}}
+		case live != nil && live.GetDeletionTimestamp() == nil:
+			perManifest[t.Index] = e.crdFindings(ctx, m, live)
+		}
+		return nil
+	})
+	return slices.Concat(perManifest...)
 }
 
 // crdFindings compares the manifest of a CRD with its live object. A
@@ -77,7 +68,7 @@ func (e *Engine) crdFindings(ctx context.Context, m *payload.Manifest, live *uns
 		return []crdcompat.Finding{{CRD: m.Obj.GetName(), Rule: crdcompat.CompatibilityCheckError,
 			Message: fmt.Sprintf("CustomResourceDefinition %s: the live object does not read as a CRD: %v", m.Obj.GetName(), err)}}
 	}
-	return crdcompat.Check(ctx, e.listObjects, current, next, e.crdCheck)
+	return crdcompat.Check(ctx, e.listObjects, current, next, crdcompat.Options{})
 }
 
 // listObjects pages through every object of gvr for crdcompat.

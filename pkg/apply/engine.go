@@ -22,7 +22,6 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
-	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -63,8 +62,6 @@ type Config struct {
 	EventObject runtime.Object
 	// Clock defaults to the real clock.
 	Clock clock.Clock
-	// CRDCheck tunes the compatibility check before each CRD update.
-	CRDCheck crdcompat.Options
 	// OnDelete, when set, is told of every delete transition the ledger
 	// records, in passes and between them, for metrics. It must not block.
 	OnDelete func(deletion.Transition, deletion.Record)
@@ -84,7 +81,6 @@ type Engine struct {
 	eventObj  runtime.Object
 	clock     clock.Clock
 	onDelete  func(deletion.Transition, deletion.Record)
-	crdCheck  crdcompat.Options
 
 	// applied remembers, per object, the manifest hash and the
 	// resourceVersion our last write produced, so a resync can skip the
@@ -141,7 +137,6 @@ func New(cfg Config) (*Engine, error) {
 		eventObj:      cfg.EventObject,
 		clock:         cfg.Clock,
 		onDelete:      cfg.OnDelete,
-		crdCheck:      cfg.CRDCheck,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
 		stuckReported: map[payload.ObjectID]bool{},
