@@ -10,7 +10,6 @@ package crdcompat
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -99,7 +98,7 @@ func Static(old, next *apiextensionsv1.CustomResourceDefinition) []Finding {
 	stored := map[string]bool{}
 	for _, v := range old.Status.StoredVersions {
 		stored[v] = true
-		if hasVersion(next, v) {
+		if _, kept := versionOf(next, v); kept {
 			continue
 		}
 		findings = append(findings, Finding{CRD: name, Rule: StoredVersionRemoved, Version: v, Message: fmt.Sprintf(
@@ -109,7 +108,7 @@ func Static(old, next *apiextensionsv1.CustomResourceDefinition) []Finding {
 			name, v, v, v, name, v)})
 	}
 	for _, v := range old.Spec.Versions {
-		if !v.Served || stored[v.Name] || hasVersion(next, v.Name) {
+		if _, kept := versionOf(next, v.Name); !v.Served || stored[v.Name] || kept {
 			continue
 		}
 		findings = append(findings, Finding{CRD: name, Rule: ServedVersionRemoved, Version: v.Name, Message: fmt.Sprintf(
@@ -117,10 +116,6 @@ func Static(old, next *apiextensionsv1.CustomResourceDefinition) []Finding {
 			name, v.Name, v.Name)})
 	}
 	return findings
-}
-
-func hasVersion(crd *apiextensionsv1.CustomResourceDefinition, name string) bool {
-	return slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == name })
 }
 
 // Summary renders findings on one line, for task errors and Events.

@@ -24,9 +24,8 @@ func groupKindOf(m *Manifest) GroupKind {
 
 // crdVersion is one entry of a CRD's spec.versions.
 type crdVersion struct {
-	Name    string
-	Served  bool
-	Storage bool
+	Name   string
+	Served bool
 }
 
 // crdInfo is what the rules need from a CustomResourceDefinition manifest.
@@ -78,12 +77,11 @@ func crdInfoOf(m *Manifest) crdInfo {
 				continue
 			}
 			served, _ := entry["served"].(bool)
-			storage, _ := entry["storage"].(bool)
-			info.Versions = append(info.Versions, crdVersion{Name: name, Served: served, Storage: storage})
+			info.Versions = append(info.Versions, crdVersion{Name: name, Served: served})
 		}
 	} else if v := stringAt(spec, "version"); v != "" {
 		// apiextensions.k8s.io/v1beta1 CRDs could name one version.
-		info.Versions = []crdVersion{{Name: v, Served: true, Storage: true}}
+		info.Versions = []crdVersion{{Name: v, Served: true}}
 	}
 	return info
 }
