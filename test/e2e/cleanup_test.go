@@ -110,13 +110,7 @@ func (w widgetComponent) createWidget(t *testing.T, c *clients, ns, name string,
 	if held {
 		obj.SetFinalizers([]string{"example.com/widget-cleanup"})
 	}
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.dynamic.Resource(w.gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-		return err == nil, nil // the CRD may still be getting established
-	})
-	if err != nil {
-		t.Fatalf("create Widget %s/%s: %v", ns, name, err)
-	}
+	createWhenServed(t, c, w.gvr, obj)
 }
 
 // runOperator plays the component's operator: while its Deployment

@@ -60,7 +60,7 @@ spec:
 // deleteCRDsAtEnd removes the test's cluster-scoped CRDs when it ends.
 func deleteCRDsAtEnd(t testing.TB, c *clients, names ...string) {
 	t.Cleanup(func() {
-		crds := c.dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+		crds := c.dynamic.Resource(crdResource)
 		for _, name := range names {
 			_ = crds.Delete(context.Background(), name, metav1.DeleteOptions{})
 		}
@@ -69,15 +69,22 @@ func deleteCRDsAtEnd(t testing.TB, c *clients, names ...string) {
 
 func createGadget(t testing.TB, c *clients, group, version, ns, name string, spec map[string]any) {
 	t.Helper()
-	gvr := schema.GroupVersionResource{Group: group, Version: version, Resource: "gadgets"}
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/" + version, "kind": "Gadget", "spec": spec}}
+	obj.SetNamespace(ns)
 	obj.SetName(name)
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := c.dynamic.Resource(gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
-		return err == nil, nil // the CRD may not be served yet
+	createWhenServed(t, c, schema.GroupVersionResource{Group: group, Version: version, Resource: "gadgets"}, obj)
+}
+
+// createWhenServed creates a custom resource, retrying while its CRD is
+// still getting established.
+func createWhenServed(t testing.TB, c *clients, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := c.dynamic.Resource(gvr).Namespace(obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{})
+		return err == nil, nil
 	})
 	if err != nil {
-		t.Fatalf("create Gadget %s/%s: %v", ns, name, err)
+		t.Fatalf("create %s %s/%s: %v", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 	}
 }
 
@@ -164,7 +171,7 @@ func TestCRDUpdateThatExistingObjectsViolateIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")
-	crdClient := c.dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	crdClient := c.dynamic.Resource(crdResource)
 	if crd, err = crdClient.Update(context.Background(), crd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
