@@ -136,11 +136,12 @@ func (e *Engine) contents(ctx context.Context, rel *payload.Release, m *payload.
 			}
 		}
 	case destructive(m) && live != nil:
-		served, ok := servedBy(live)
-		if !ok {
+		// A CRD whose resource another API serves takes none of its objects.
+		served, why, err := e.ownAPI(ctx, live)
+		if err != nil || why != "" {
 			return c, nil
 		}
-		err := e.clientFor(served.gvr, "").list(ctx, func(obj *unstructured.Unstructured) {
+		err = e.clientFor(served.gvr, "").list(ctx, func(obj *unstructured.Unstructured) {
 			count(served.gvr.Group, served.kind, obj)
 		})
 		if err != nil {
@@ -191,4 +192,56 @@ func (e *Engine) clientFor(gvr schema.GroupVersionResource, namespace string) re
 		ri = e.dynamic.Resource(gvr).Namespace(namespace)
 	}
 	return resourceClient{gvr: gvr, namespace: namespace, ri: ri}
+}
+
+var apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
+
+// ownAPI reads the API a live CRD serves itself. why says, when it does
+// not, what does: a built-in API of the same group and resource (the
+// apiserver serves those before any CRD), an APIService backed by a
+// service (an aggregated API) for a version it serves, or another CRD
+// that holds its names. Only when why is "" does a LIST of the resource
+// return the CRD's own objects. err is a read that failed, or a CRD not
+// yet Established: both may pass.
+func (e *Engine) ownAPI(ctx context.Context, crd *unstructured.Unstructured) (api crdAPI, why string, err error) {
+	api, ok := servedBy(crd)
+	if !ok {
+		return api, "its spec names no group, plural, kind and served version", nil
+	}
+	gr := api.gvr.GroupResource()
+	if kind, ok := builtinResource(gr.Group, gr.Resource); ok {
+		return api, fmt.Sprintf("%s is a built-in Kubernetes API (kind %s), which the apiserver serves instead of the CRD", gr, kind), nil
+	}
+	plural, _, _ := unstructured.NestedString(crd.Object, "status", "acceptedNames", "plural")
+	kind, _, _ := unstructured.NestedString(crd.Object, "status", "acceptedNames", "kind")
+	if plural != api.gvr.Resource || kind != api.kind {
+		return api, fmt.Sprintf("the apiserver did not accept its names (status.acceptedNames plural %q, kind %q): another API holds %s", plural, kind, gr), nil
+	}
+	if status, reason, msg := condition(crd, "NamesAccepted"); status != "True" {
+		return api, fmt.Sprintf("its condition NamesAccepted is not True (%s: %s)", reason, msg), nil
+	}
+	if status, _, _ := condition(crd, "Established"); status != "True" {
+		return api, "", fmt.Errorf("CustomResourceDefinition %s is not Established", crd.GetName())
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		vm, _ := v.(map[string]any)
+		name, _ := vm["name"].(string)
+		if served, _ := vm["served"].(bool); !served || name == "" {
+			continue
+		}
+		// A cluster without the aggregation layer answers NotFound: nil.
+		svc, err := e.clientFor(apiServicesGVR, "").read(ctx, name+"."+gr.Group)
+		if err != nil {
+			return api, "", fmt.Errorf("read APIService %s.%s: %w", name, gr.Group, err)
+		}
+		if svc == nil {
+			continue
+		}
+		if ns, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "namespace"); ns != "" {
+			svcName, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "name")
+			return api, fmt.Sprintf("APIService %s, backed by service %s/%s, serves %s/%s: an aggregated API, not the CRD", svc.GetName(), ns, svcName, gr.Group, name), nil
+		}
+	}
+	return api, "", nil
 }

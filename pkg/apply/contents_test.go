@@ -43,14 +43,7 @@ func destructiveCluster(t *testing.T) (*Engine, *record.FakeRecorder, *int) {
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
 	rm.Add(crdGVK, meta.RESTScopeRoot)
-	crd := unstructuredOf("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com")
-	_ = unstructured.SetNestedField(crd.Object, "example.com", "spec", "group")
-	_ = unstructured.SetNestedField(crd.Object, "widgets", "spec", "names", "plural")
-	_ = unstructured.SetNestedField(crd.Object, "Widget", "spec", "names", "kind")
-	_ = unstructured.SetNestedSlice(crd.Object, []any{
-		map[string]any{"name": "v1beta1", "served": true, "storage": false},
-		map[string]any{"name": "v1", "served": true, "storage": true},
-	}, "spec", "versions")
+	crd := liveCRD("widgets.example.com", "example.com", "widgets", "Widget", "Namespaced", "v1beta1", "v1")
 	objs := []runtime.Object{
 		unstructuredOf("v1", "Namespace", "", "ns"), crd,
 		unstructuredOf("v1", "ConfigMap", "ns", "a"), unstructuredOf("v1", "ConfigMap", "ns", "b"), unstructuredOf("v1", "Secret", "ns", "s"),

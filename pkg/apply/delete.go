@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -145,27 +145,23 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 	return live, rc, err
 }
 
-// issue sends the DELETE the transition asked for, with a UID precondition
-// so that a recreated object is never the one removed, and watches briefly
-// for the object to vanish. live is the object as the walk read it; rec is
+// issue sends, through the one delete path, the DELETE the transition
+// asked for, and watches briefly for the object to vanish. live is the object as the walk read it; rec is
 // the record the transition stored; no
 // save comes before the DELETE: the claim is already stored, and after a
 // crash the object itself shows what happened. It returns the last step
 // and, for a failed step, the error.
 func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured, rec deletion.Record) (deletion.Step, error) {
-	if err := p.e.checkDeletable(p.marked, p.rel.Version, p.e.identity(m)); err != nil {
-		te := taskError(m, "delete", err)
-		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error(), Detail: te.Message})), te
-	}
+	req := deleteRequest{id: p.e.identity(m), rc: rc, uid: rec.UID}
 	if destructive(m) {
-		p.announceContents(ctx, m, live)
+		req.beforeSend = func(ctx context.Context) { p.announceContents(ctx, m, live) }
 	}
-	uid := rec.UID
-	answer, after, err := p.deleteObject(ctx, rc, m.Obj.GetName(), metav1.DeleteOptions{
-		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-		Preconditions:     &metav1.Preconditions{UID: &uid},
-	})
+	answer, after, err := p.send(ctx, req)
+	var te *TaskError
 	switch {
+	case errors.As(err, &te) && te.Reason == ReasonDeletionRefused:
+		te = taskError(m, "delete", err)
+		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Refuse, Reason: string(te.Reason), Message: te.Error(), Detail: te.Message})), te
 	case apierrors.IsNotFound(err):
 		// Gone between our read and our delete.
 		return p.e.take(p.next(m, deletion.Observation{Kind: deletion.Settle})), nil
@@ -180,7 +176,7 @@ func (p *pass) issue(ctx context.Context, m *payload.Manifest, rc resourceClient
 	var obj *unstructured.Unstructured
 	gone := answer == answerGone
 	if !gone {
-		obj, gone = p.awaitGone(ctx, rc, m.Obj.GetName(), uid, after)
+		obj, gone = p.awaitGone(ctx, rc, m.Obj.GetName(), req.uid, after)
 	}
 	if !gone && obj == nil {
 		return accepted, nil // never seen after the DELETE: nothing new to record

@@ -268,17 +268,14 @@ func fuzzObject(k fuzzKind, ns, name string, uid types.UID, terminating bool) *u
 	obj.SetGroupVersionKind(k.gvk)
 	obj.SetNamespace(ns)
 	obj.SetName(name)
-	obj.SetUID(uid)
 	switch {
 	case k.resource == "customresourcedefinitions" && name == fuzzCRD:
-		_ = unstructured.SetNestedField(obj.Object, "example.com", "spec", "group")
-		_ = unstructured.SetNestedField(obj.Object, "widgets", "spec", "names", "plural")
-		_ = unstructured.SetNestedField(obj.Object, "Widget", "spec", "names", "kind")
-		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"name": "v1", "served": true, "storage": true}}, "spec", "versions")
+		obj = liveCRD(fuzzCRD, "example.com", "widgets", "Widget", "Namespaced", "v1")
 	case k.resource == "deployments":
 		// Available, so that an operand cleanup may start.
 		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Available", "status": "True"}}, "status", "conditions")
 	}
+	obj.SetUID(uid)
 	if terminating {
 		ts := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		obj.SetDeletionTimestamp(&ts)

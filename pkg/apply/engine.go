@@ -230,16 +230,22 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	if ledgerErr != nil && !errors.As(ledgerErr, &unreadable) {
 		return nil, ledgerErr
 	}
-	if err := e.cleanups.load(ctx); err != nil {
-		return nil, err
+	cleanupErr := e.cleanups.load(ctx)
+	if cleanupErr != nil && !errors.As(cleanupErr, &unreadable) {
+		return nil, cleanupErr
 	}
 	p := newPass(e, rel, opts)
-	if unreadable != nil {
+	if ledgerErr != nil {
 		// Applies go ahead; no delete starts, and nothing overwrites the
 		// ledger, until someone repairs it.
-		return p.applyOnly(ctx, ledgerErr), nil
+		return p.applyOnly(ctx, ledgerErr, cleanupErr), nil
 	}
-	e.cleanups.keepOnly(p.candidates)
+	// An unreadable cleanup state holds back only the components whose
+	// operands it is about; it is never overwritten.
+	p.cleanupErr = cleanupErr
+	if cleanupErr == nil {
+		e.cleanups.keepOnly(p.candidates)
+	}
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
 	e.ledger.Prune(func(r deletion.Record) bool { return p.marked[r.ID] })
@@ -249,8 +255,10 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 		}
 	}
 	walks := p.run(ctx, true)
-	if err := e.cleanups.flush(ctx); err != nil {
-		e.warn("OperandCleanupNotSaved", fmt.Sprintf("The operand cleanup state could not be saved; the next pass tries again: %v", err))
+	if cleanupErr == nil {
+		if err := e.cleanups.flush(ctx); err != nil {
+			e.warn("OperandCleanupNotSaved", fmt.Sprintf("The operand cleanup state could not be saved; the next pass tries again: %v", err))
+		}
 	}
 	p.markUnrun(walks.Delete)
 	p.trackOrphanedDeletes(ctx)
@@ -259,7 +267,9 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 		// restart would only re-read from the cluster what was lost.
 		e.warn("DeleteLedgerNotSaved", fmt.Sprintf("The delete ledger could not be saved; the next pass tries again: %v", err))
 	}
-	return p.result(walks), nil
+	r := p.result(walks)
+	r.CleanupErr = cleanupErr
+	return r, nil
 }
 
 // run walks the pass: the apply walk, then, with deletes, the delete walk.
@@ -287,7 +297,7 @@ func (p *pass) run(ctx context.Context, deletes bool) graph.PassResult {
 
 // applyOnly is a pass over an unreadable ledger: every apply runs, every
 // delete is reported as not run, with why.
-func (p *pass) applyOnly(ctx context.Context, ledgerErr error) *SyncResult {
+func (p *pass) applyOnly(ctx context.Context, ledgerErr, cleanupErr error) *SyncResult {
 	walks := p.run(ctx, false)
 	for i := range p.results {
 		if r := &p.results[i]; r.Delete {
@@ -295,7 +305,7 @@ func (p *pass) applyOnly(ctx context.Context, ledgerErr error) *SyncResult {
 		}
 	}
 	r := p.result(walks)
-	r.LedgerErr = ledgerErr
+	r.LedgerErr, r.CleanupErr = ledgerErr, cleanupErr
 	return r
 }
 

@@ -60,9 +60,7 @@ func (e *Engine) take(step deletion.Step) deletion.Step {
 		e.ledger.Set(step.Record)
 	}
 	for _, t := range step.Transitions {
-		if e.onDelete != nil {
-			e.onDelete(t, step.Record)
-		}
+		e.count(t, step.Record)
 	}
 	for _, ev := range step.Events {
 		if ev.Warning {
@@ -72,4 +70,12 @@ func (e *Engine) take(step deletion.Step) deletion.Step {
 		}
 	}
 	return step
+}
+
+// count reports a delete transition for metrics: a manifest delete's, or
+// an operand DELETE's, whose record the ledger does not keep.
+func (e *Engine) count(t deletion.Transition, rec deletion.Record) {
+	if e.onDelete != nil {
+		e.onDelete(t, rec)
+	}
 }

@@ -2,30 +2,21 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
-)
-
-// Event reasons of operand cleanup.
-const (
-	ReasonOperandCleanupStarted   = "OperandCleanupStarted"
-	ReasonOperandCleanupCompleted = "OperandCleanupCompleted"
-	ReasonOperandCleanupSkipped   = "OperandCleanupSkipped"
-	ReasonOperandCleanupAborted   = "OperandCleanupAborted"
 )
 
 var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
@@ -145,115 +136,156 @@ func (p *pass) gateFor(ctx context.Context, m *payload.Manifest) (bool, cleanup.
 	return g.open, g.rec
 }
 
-// runGate is the cleanup of one component in this pass. It returns whether
-// the component's deletes may go ahead.
+// runGate walks one component's cleanup through cleanup.Next for this
+// pass: it reads and deletes only what the transition asks for, and
+// stores every record the transition returns.
 func (p *pass) runGate(ctx context.Context, cand cleanup.Candidate) (bool, cleanup.Record) {
-	e, now := p.e, p.e.clock.Now()
-	prev, hasPrev := e.cleanups.get(cand.Component)
-	running := hasPrev && (prev.State == cleanup.Running || prev.State == cleanup.Waiting)
-	if p.opts.OperandCleanup != cleanup.PolicyDelete {
-		if running {
-			rec := prev
-			rec.State = cleanup.Aborted
-			rec.Message = fmt.Sprintf("the operand cleanup policy is no longer Delete: %d CRs are left in place, with no guarantee that what their finalizers guard is released", prev.Total())
-			e.cleanups.set(rec)
-			e.warn(ReasonOperandCleanupAborted, fmt.Sprintf("Operand cleanup of component %s aborted: %s.", cand.Component, rec.Message))
-			return true, rec
-		}
-		return true, prev
+	if p.cleanupErr != nil {
+		// Without its state a cleanup cannot tell a start from a restart,
+		// nor save what it did: nothing of the component is deleted.
+		return false, cleanup.Record{Component: cand.Component, State: cleanup.Waiting,
+			Message: "the operand cleanup state cannot be read: " + p.cleanupErr.Error()}
 	}
-	if hasPrev && prev.State.Open() {
-		return true, prev
+	obs := cleanup.Observation{Component: cand.Component, Release: p.rel.Version, Now: p.e.clock.Now()}
+	begin := obs
+	begin.Kind, begin.Policy, begin.Update, begin.Rollback = cleanup.Begin, p.opts.OperandCleanup, p.opts.Mode == graph.ModeUpdate, p.opts.Rollback
+	step := p.e.takeCleanup(begin)
+	if step.Outcome != cleanup.OutcomeJudge {
+		return step.Outcome == cleanup.OutcomeOpen, step.Record
 	}
-	if !hasPrev && p.opts.Mode != graph.ModeUpdate {
-		// A cleanup starts only in an update; later passes carry it on.
-		return true, cleanup.Record{}
-	}
-	crds, skips := p.cleanupScope(ctx, cand)
-	if p.opts.Rollback {
-		// Reported, so that an admin who asked for Delete learns why not.
-		skips = append(skips, cleanup.Skip{Rule: cleanup.RuleNotReplaced, Message: "the update is a rollback"}.String())
-		crds = nil
-	}
-	if len(crds) == 0 {
-		rec := cleanup.Record{Component: cand.Component, Release: p.rel.Version, State: cleanup.Skipped, Skips: skips}
-		if !hasPrev || prev.State != cleanup.Skipped || !slices.Equal(prev.Skips, skips) {
-			e.warn(ReasonOperandCleanupSkipped, fmt.Sprintf("Operand cleanup of component %s skipped, its operands are left in place: %s.", cand.Component, strings.Join(skips, "; ")))
-		}
-		e.cleanups.set(rec)
-		return true, rec
-	}
-	if why := p.operatorUnavailable(ctx, cand); why != "" {
-		rec := cleanup.Wait(ptrIf(prev, hasPrev), cand.Component, p.rel.Version, why, now)
-		rec.Skips = skips
-		e.cleanups.set(rec)
-		return false, rec
-	}
-	count, err := p.deleteOperands(ctx, cand, crds)
+	crds, notes, err := p.judgeCleanup(ctx, cand)
+	obs.Excluded, obs.Cleanable = notes, len(crds)
 	if err != nil {
-		rec := cleanup.Wait(ptrIf(prev, hasPrev), cand.Component, p.rel.Version, "deleting operands failed: "+err.Error(), now)
-		rec.Skips = skips
-		e.cleanups.set(rec)
+		obs.Kind, obs.Why = cleanup.Failed, err.Error()
+		step = p.e.takeCleanup(obs)
+		return false, step.Record
+	}
+	judged := obs
+	judged.Kind = cleanup.Judged
+	if len(crds) > 0 {
+		judged.Unavailable = p.operatorUnavailable(ctx, cand)
+	}
+	step = p.e.takeCleanup(judged)
+	if step.Outcome != cleanup.OutcomeDelete {
+		return step.Outcome == cleanup.OutcomeOpen, step.Record
+	}
+	count, err := p.deleteOperands(ctx, crds)
+	if err != nil {
 		klog.FromContext(ctx).Info("Operand cleanup failed", "component", cand.Component, "err", err)
-		return false, rec
+		obs.Kind, obs.Why = cleanup.Failed, err.Error()
+	} else {
+		obs.Kind, obs.Count = cleanup.Counted, count
 	}
-	rec := cleanup.Progress(ptrIf(prev, hasPrev), cand.Component, p.rel.Version, count, now)
-	rec.Skips = skips
-	e.cleanups.set(rec)
-	switch {
-	case rec.State == cleanup.Completed:
-		e.note(ReasonOperandCleanupCompleted, fmt.Sprintf("Operand cleanup of component %s completed; its removal goes ahead.", cand.Component))
-		return true, rec
-	case !running:
-		e.note(ReasonOperandCleanupStarted, fmt.Sprintf("Deleting the operands of component %s before removing it: %s.", cand.Component, rec.Describe()))
-	}
-	return false, rec
+	step = p.e.takeCleanup(obs)
+	return step.Outcome == cleanup.OutcomeOpen, step.Record
 }
 
-func ptrIf(r cleanup.Record, ok bool) *cleanup.Record {
-	if !ok {
-		return nil
+// takeCleanup runs the cleanup transition on the stored record, stores
+// what it decided and records its Events. It is how every cleanup record
+// change is made.
+func (e *Engine) takeCleanup(obs cleanup.Observation) cleanup.Step {
+	var prev *cleanup.Record
+	if r, ok := e.cleanups.get(obs.Component); ok {
+		prev = &r
 	}
-	return &r
+	step := cleanup.Next(prev, obs)
+	if step.Save {
+		e.cleanups.set(step.Record)
+	}
+	for _, ev := range step.Events {
+		if ev.Warning {
+			e.warn(ev.Reason, ev.Message)
+		} else {
+			e.note(ev.Reason, ev.Message)
+		}
+	}
+	return step
 }
 
-// cleanupCRD is a CRD whose operands this pass deletes.
+// cleanupCRD is a CRD whose operands this pass deletes: the live CRD the
+// update's delete claimed, by UID, and the API it serves itself.
 type cleanupCRD struct {
 	cleanup.CRD
+	uid types.UID
 	api crdAPI
 }
 
-// cleanupScope reads each candidate CRD and keeps those whose operands
-// may go: rules 2, 4 and 5 from the release, rule 3 from the CRD's kind.
-// A CRD already gone took its operands with it.
-func (p *pass) cleanupScope(ctx context.Context, cand cleanup.Candidate) ([]cleanupCRD, []string) {
+// crdID is the identity of the CRD named name, as the ledger keys it.
+func crdID(name string) payload.ObjectID {
+	return payload.ObjectID{Group: crdGVK.Group, Kind: crdGVK.Kind, Name: name}
+}
+
+// judgeCleanup reads each candidate CRD and keeps those whose operands
+// may go; notes says why each other one is left alone. A CRD qualifies
+// when the release's rules (2, 4, 5) pass, it is not protected, it is the
+// very object the update's delete claimed (by UID) and that delete is not
+// over, it serves its API itself, and the release keeps no object of its
+// kind (rule 3). An error is a read that failed: the gate waits.
+func (p *pass) judgeCleanup(ctx context.Context, cand cleanup.Candidate) ([]cleanupCRD, []cleanup.Note, error) {
 	var crds []cleanupCRD
-	var skips []string
+	var notes []cleanup.Note
 	rc, err := p.e.resolve(crdGVK, "", false)
 	if err != nil {
-		return nil, []string{"CustomResourceDefinitions cannot be read: " + err.Error()}
+		return nil, nil, fmt.Errorf("CustomResourceDefinitions cannot be read: %w", err)
 	}
 	for _, crd := range cand.CRDs {
+		note := func(rule cleanup.Rule, blocked bool, format string, args ...any) {
+			notes = append(notes, cleanup.Note{CRD: crd.Name, Rule: rule, Blocked: blocked, Message: fmt.Sprintf(format, args...)})
+		}
 		if crd.Skip != nil {
-			skips = append(skips, fmt.Sprintf("%s: %s", crd.Name, crd.Skip))
+			notes = append(notes, *crd.Skip)
+			continue
+		}
+		id := crdID(crd.Name)
+		if why, ok := p.e.protectedReason(id); ok {
+			note(0, true, "it is %s; its objects are never deleted", why)
 			continue
 		}
 		live, err := rc.read(ctx, crd.Name)
-		if err != nil || live == nil {
+		if err != nil {
+			return nil, nil, fmt.Errorf("read CustomResourceDefinition %s: %w", crd.Name, err)
+		}
+		if why := p.notClaimed(id, live); why != "" {
+			note(0, false, "%s", why)
 			continue
 		}
-		api, ok := servedBy(live)
-		if !ok {
+		api, why, err := p.e.ownAPI(ctx, live)
+		if err != nil {
+			return nil, nil, err
+		}
+		if why != "" {
+			note(0, true, "%s", why)
 			continue
 		}
 		if user := cleanup.APIUser(p.rel, api.gvr.Group, api.kind); user != nil {
-			skip := cleanup.Skip{Rule: cleanup.RuleAPIUnused, Message: fmt.Sprintf("%s (%s) still uses kind %s", user.ID(), user.Position(), api.kind)}
-			skips = append(skips, fmt.Sprintf("%s: %s", crd.Name, skip))
+			note(cleanup.RuleAPIUnused, false, "%s (%s) still uses kind %s", user.ID(), user.Position(), api.kind)
 			continue
 		}
-		crds = append(crds, cleanupCRD{CRD: crd, api: api})
+		crds = append(crds, cleanupCRD{CRD: crd, uid: live.GetUID(), api: api})
 	}
-	return crds, skips
+	return crds, notes, nil
+}
+
+// notClaimed says why live is not the CRD whose delete this update
+// claimed and has not finished, or "": a cleanup acts only for the object
+// the ledger names, never for one re-created or replaced under its name.
+func (p *pass) notClaimed(id payload.ObjectID, live *unstructured.Unstructured) string {
+	rec, ok := p.e.ledger.Get(id)
+	switch {
+	case live == nil:
+		return "it is gone already, and its objects with it"
+	case !ok:
+		return "no update claimed its delete"
+	case rec.Done():
+		return fmt.Sprintf("its delete completed at %s and it was created again (uid %s); the new one is not deleted, nor its objects", deletion.FormatTime(rec.CompletedAt), live.GetUID())
+	case rec.State != deletion.Pending && rec.State != deletion.InProgress:
+		return fmt.Sprintf("its delete is %s, not in progress", rec.State)
+	case rec.UID == "":
+		return "the update's claim recorded no UID for it, so the CRD it meant cannot be told from another"
+	case rec.UID != live.GetUID():
+		return fmt.Sprintf("it was replaced since the update claimed its delete (uid %s, claimed %s)", live.GetUID(), rec.UID)
+	}
+	return ""
 }
 
 // operatorUnavailable says why rule 1 fails, or "" when it holds: the
@@ -299,23 +331,12 @@ func (p *pass) operatorUnavailable(ctx context.Context, cand cleanup.Candidate) 
 // notAvailable says why a ClusterOperator, Deployment or DaemonSet is not
 // Available, or "".
 func notAvailable(obj *unstructured.Unstructured) string {
-	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	status := func(t string) string {
-		for _, c := range conds {
-			cm, _ := c.(map[string]any)
-			if cm["type"] == t {
-				s, _ := cm["status"].(string)
-				return s
-			}
-		}
-		return ""
-	}
 	switch obj.GetKind() {
 	case "ClusterOperator":
-		if status("Available") != "True" {
+		if s, _, _ := condition(obj, "Available"); s != "True" {
 			return "is not Available"
 		}
-		if status("Degraded") == "True" {
+		if s, _, _ := condition(obj, "Degraded"); s == "True" {
 			return "is Degraded"
 		}
 	case "DaemonSet":
@@ -325,22 +346,21 @@ func notAvailable(obj *unstructured.Unstructured) string {
 			return fmt.Sprintf("has %d of %d pods available", have, want)
 		}
 	default:
-		if status("Available") != "True" {
+		if s, _, _ := condition(obj, "Available"); s != "True" {
 			return "is not Available"
 		}
 	}
 	return ""
 }
 
-// deleteOperands lists the operands of crds in scope, page by page, sends
-// a DELETE with a UID precondition for each one not yet terminating, and
-// counts what is left. It never touches a finalizer.
-func (p *pass) deleteOperands(ctx context.Context, cand cleanup.Candidate, crds []cleanupCRD) (cleanup.Count, error) {
+// deleteOperands lists the operands of crds in scope, page by page, asks
+// the one delete path to remove each one not yet terminating, and counts
+// what is left. It never touches a finalizer.
+func (p *pass) deleteOperands(ctx context.Context, crds []cleanupCRD) (cleanup.Count, error) {
 	var count cleanup.Count
 	for _, crd := range crds {
-		rc := p.e.clientFor(crd.api.gvr, "")
 		var items []*unstructured.Unstructured
-		err := rc.list(ctx, func(obj *unstructured.Unstructured) {
+		err := p.e.clientFor(crd.api.gvr, "").list(ctx, func(obj *unstructured.Unstructured) {
 			if crd.InScope(obj.GetNamespace()) {
 				items = append(items, obj.DeepCopy())
 			}
@@ -369,19 +389,18 @@ func (p *pass) deleteOperands(ctx context.Context, cand cleanup.Candidate, crds 
 	return count, nil
 }
 
-// deleteOperand deletes one operand through the safety gate; gone reports
-// whether it vanished at once (no finalizer held it).
+// deleteOperand sends one operand's DELETE through the delete path; gone
+// reports whether it vanished at once (no finalizer held it).
 func (p *pass) deleteOperand(ctx context.Context, crd cleanupCRD, obj *unstructured.Unstructured) (bool, error) {
-	id := payload.ObjectID{Group: crd.api.gvr.Group, Kind: crd.api.kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
-	if err := p.e.checkOperandDeletable(p.marked, p.opts.OperandCleanup, crd.CRD, crd.api.gvr.Group, crd.api.kind, id); err != nil {
-		return false, err
+	gvk := obj.GroupVersionKind()
+	req := deleteRequest{
+		id:      payload.ObjectID{Group: gvk.Group, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()},
+		rc:      p.e.clientFor(crd.api.gvr, obj.GetNamespace()),
+		uid:     obj.GetUID(),
+		operand: &crd,
 	}
-	uid := obj.GetUID()
-	ri := p.e.dynamic.Resource(crd.api.gvr).Namespace(obj.GetNamespace())
-	err := ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{
-		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-		Preconditions:     &metav1.Preconditions{UID: &uid},
-	})
+	answer, _, err := p.send(ctx, req)
+	rec := deletion.Record{ID: req.id, File: crd.File, Release: p.rel.Version, UID: req.uid}
 	switch {
 	case apierrors.IsNotFound(err):
 		return true, nil
@@ -389,7 +408,20 @@ func (p *pass) deleteOperand(ctx context.Context, crd cleanupCRD, obj *unstructu
 		// Another object took the name: not the one the list showed.
 		return false, nil
 	case err != nil:
-		return false, fmt.Errorf("delete %s: %w", id, err)
+		p.e.count(deletion.TransitionFailed, rec)
+		var te *TaskError
+		if errors.As(err, &te) && te.Reason == ReasonDeletionRefused {
+			p.e.warn(string(te.Reason), te.Message)
+			return false, err
+		}
+		return false, fmt.Errorf("delete %s: %w", req.id, err)
+	}
+	p.e.count(deletion.TransitionRequested, rec)
+	switch answer {
+	case answerGone:
+		return true, nil
+	case answerTerminating:
+		return false, nil
 	}
 	return len(obj.GetFinalizers()) == 0, nil
 }

@@ -2,6 +2,7 @@ package apply
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -43,12 +45,8 @@ func newOperandCluster(t *testing.T, available bool) *operandCluster {
 	rm.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	rm.Add(crdGVK, meta.RESTScopeRoot)
 	rm.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, meta.RESTScopeNamespace)
-	crd := unstructuredOf("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "widgets.example.com")
-	_ = unstructured.SetNestedField(crd.Object, "example.com", "spec", "group")
-	_ = unstructured.SetNestedField(crd.Object, "widgets", "spec", "names", "plural")
-	_ = unstructured.SetNestedField(crd.Object, "Widget", "spec", "names", "kind")
-	_ = unstructured.SetNestedField(crd.Object, "Namespaced", "spec", "scope")
-	_ = unstructured.SetNestedSlice(crd.Object, []any{map[string]any{"name": "v1", "served": true, "storage": true}}, "spec", "versions")
+	crd := liveCRD("widgets.example.com", "example.com", "widgets", "Widget", "Namespaced", "v1")
+	crd.SetUID("widgets-crd")
 	op := unstructuredOf("apps/v1", "Deployment", "ns", "widget-operator")
 	status := "False"
 	if available {
@@ -83,6 +81,28 @@ func newOperandCluster(t *testing.T, available bool) *operandCluster {
 	}
 	c.engine = e
 	return c
+}
+
+// liveCRD is a CRD as the apiserver shows it once it serves its API:
+// names accepted, Established, serving versions (the last one stored).
+func liveCRD(name, group, plural, kind, scope string, versions ...string) *unstructured.Unstructured {
+	crd := unstructuredOf("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", name)
+	_ = unstructured.SetNestedField(crd.Object, group, "spec", "group")
+	_ = unstructured.SetNestedField(crd.Object, plural, "spec", "names", "plural")
+	_ = unstructured.SetNestedField(crd.Object, kind, "spec", "names", "kind")
+	_ = unstructured.SetNestedField(crd.Object, scope, "spec", "scope")
+	var vs []any
+	for i, v := range versions {
+		vs = append(vs, map[string]any{"name": v, "served": true, "storage": i == len(versions)-1})
+	}
+	_ = unstructured.SetNestedSlice(crd.Object, vs, "spec", "versions")
+	_ = unstructured.SetNestedField(crd.Object, plural, "status", "acceptedNames", "plural")
+	_ = unstructured.SetNestedField(crd.Object, kind, "status", "acceptedNames", "kind")
+	_ = unstructured.SetNestedSlice(crd.Object, []any{
+		map[string]any{"type": "NamesAccepted", "status": "True"},
+		map[string]any{"type": "Established", "status": "True"},
+	}, "status", "conditions")
+	return crd
 }
 
 func (c *operandCluster) exists(gvr schema.GroupVersionResource, ns, name string) bool {
@@ -235,33 +255,60 @@ func TestOperandCleanupSkipsWhatARuleForbids(t *testing.T) {
 	}
 }
 
-func TestCheckOperandDeletable(t *testing.T) {
+// TestAdmitOperand covers each rule of the one delete gate for an operand
+// cleanup's DELETE.
+func TestAdmitOperand(t *testing.T) {
 	e, err := New(Config{Dynamic: dynamicfake.NewSimpleDynamicClient(runtime.NewScheme()), Mapper: resettable{meta.NewDefaultRESTMapper(nil)}, Ledger: &deletion.MemoryStore{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	crd := cleanup.CRD{Name: "widgets.example.com", Namespaces: []string{"a"}}
-	marked := map[payload.ObjectID]bool{{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: crd.Name}: true}
+	widgets := cleanupCRD{CRD: cleanup.CRD{Name: "widgets.example.com", Namespaces: []string{"a"}}, uid: "crd-1",
+		api: crdAPI{gvr: schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}, kind: "Widget"}}
+	leases := cleanupCRD{CRD: cleanup.CRD{Name: "leases.coordination.k8s.io"}, uid: "crd-2",
+		api: crdAPI{gvr: schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}, kind: "Lease"}}
+	cos := cleanupCRD{CRD: cleanup.CRD{Name: "clusteroperators.config.openshift.io"}, uid: "crd-3",
+		api: crdAPI{gvr: schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusteroperators"}, kind: "ClusterOperator"}}
+	marked := map[payload.ObjectID]bool{crdID(widgets.Name): true, crdID(leases.Name): true, crdID(cos.Name): true}
+	claimed := func(uid types.UID, state deletion.State) {
+		for _, crd := range []cleanupCRD{widgets, leases, cos} {
+			e.ledger.Set(deletion.Record{ID: crdID(crd.Name), State: state, UID: uid})
+		}
+	}
 	widget := func(ns, name string) payload.ObjectID {
 		return payload.ObjectID{Group: "example.com", Kind: "Widget", Namespace: ns, Name: name}
 	}
 	for _, tc := range []struct {
-		name    string
-		marked  map[payload.ObjectID]bool
-		policy  cleanup.Policy
-		id      payload.ObjectID
-		allowed bool
+		name   string
+		marked map[payload.ObjectID]bool
+		policy cleanup.Policy
+		uid    types.UID
+		state  deletion.State
+		crd    cleanupCRD
+		id     payload.ObjectID
+		refuse string
 	}{
-		{"an in-scope operand", marked, cleanup.PolicyDelete, widget("a", "w"), true},
-		{"without the admin's Delete", marked, cleanup.PolicyOrphan, widget("a", "w"), false},
-		{"when the release keeps the CRD", nil, cleanup.PolicyDelete, widget("a", "w"), false},
-		{"outside the scope", marked, cleanup.PolicyDelete, widget("b", "w"), false},
-		{"another kind", marked, cleanup.PolicyDelete, payload.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "w"}, false},
-		{"a protected object", marked, cleanup.PolicyDelete, payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Name: "version"}, false},
+		{"an in-scope operand of the claimed CRD", marked, cleanup.PolicyDelete, "crd-1", deletion.Pending, widgets, widget("a", "w"), ""},
+		{"while the CRD's delete is in progress", marked, cleanup.PolicyDelete, "crd-1", deletion.InProgress, widgets, widget("a", "w"), ""},
+		{"without the admin's Delete", marked, cleanup.PolicyOrphan, "crd-1", deletion.Pending, widgets, widget("a", "w"), "policy is not Delete"},
+		{"when the release keeps the CRD", nil, cleanup.PolicyDelete, "crd-1", deletion.Pending, widgets, widget("a", "w"), "does not delete its CRD"},
+		{"a CRD re-created after its delete", marked, cleanup.PolicyDelete, "crd-1", deletion.Completed, widgets, widget("a", "w"), "no delete of its CRD"},
+		{"a CRD replaced since the claim", marked, cleanup.PolicyDelete, "crd-0", deletion.Pending, widgets, widget("a", "w"), "is not the one release"},
+		{"a claim without a UID", marked, cleanup.PolicyDelete, "", deletion.Pending, widgets, widget("a", "w"), "is not the one release"},
+		{"outside the scope", marked, cleanup.PolicyDelete, "crd-1", deletion.Pending, widgets, widget("b", "w"), "outside the cleanup scope"},
+		{"another kind", marked, cleanup.PolicyDelete, "crd-1", deletion.Pending, widgets, payload.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "w"}, "not of kind Widget"},
+		{"a protected object", marked, cleanup.PolicyDelete, "crd-1", deletion.Pending, widgets, payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Name: "version"}, "the ClusterVersion the applier reports on"},
+		{"a built-in API a CRD shadows", marked, cleanup.PolicyDelete, "crd-2", deletion.Pending, leases, payload.ObjectID{Group: "coordination.k8s.io", Kind: "Lease", Namespace: "a", Name: "l"}, "is a built-in API"},
+		{"an operand of a protected CRD", marked, cleanup.PolicyDelete, "crd-3", deletion.Pending, cos, payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterOperator", Name: "etcd"}, "behind the applier's own status"},
 	} {
-		err := e.checkOperandDeletable(tc.marked, tc.policy, crd, "example.com", "Widget", tc.id)
-		if (err == nil) != tc.allowed {
-			t.Errorf("%s: allowed=%v (%v), want %v", tc.name, err == nil, err, tc.allowed)
+		claimed(tc.uid, tc.state)
+		p := &pass{e: e, rel: &payload.Release{Version: "2.0.0"}, marked: tc.marked, opts: SyncOptions{OperandCleanup: tc.policy}}
+		err := p.admit(deleteRequest{id: tc.id, operand: &tc.crd})
+		var te *TaskError
+		switch {
+		case tc.refuse == "" && err != nil:
+			t.Errorf("%s: refused (%v), want admitted", tc.name, err)
+		case tc.refuse != "" && (!errors.As(err, &te) || te.Reason != ReasonDeletionRefused || !strings.Contains(err.Error(), tc.refuse)):
+			t.Errorf("%s: %v, want a refusal saying %q", tc.name, err, tc.refuse)
 		}
 	}
 }

@@ -37,6 +37,9 @@ type pass struct {
 	// for operand cleanup; gates holds each one's gate for this pass.
 	candidates map[string]cleanup.Candidate
 	gates      map[string]*gate
+	// cleanupErr is set while the operand cleanup state cannot be read:
+	// the gates of candidates stay closed and nothing of it is saved.
+	cleanupErr error
 	done       int
 	doneMu     sync.Mutex
 	total      int

@@ -128,10 +128,9 @@ func newPlan(rel *payload.Release, opts PlanOptions) *Plan {
 func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 	opts.setDefaults()
 	p := newPlan(rel, opts)
-	guard := &Engine{protected: opts.Self.Protected()}
 	// Offline, no RESTMapping tells a kind's scope; lint rejects a
 	// namespace on a known cluster-scoped kind.
-	marked := markedFor(rel, (*payload.Manifest).ID)
+	guard := &pass{e: &Engine{protected: opts.Self.Protected()}, rel: rel, marked: markedFor(rel, (*payload.Manifest).ID)}
 	for i, m := range rel.Manifests {
 		a := &p.Actions[i]
 		switch {
@@ -144,8 +143,8 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 			a.Action, a.Reason = PlanSkip, notDeletingReason(opts.Mode, false)
 		default:
 			a.Action = PlanDelete
-			if err := guard.checkDeletable(marked, rel.Version, m.ID()); err != nil {
-				a.Action, a.Reason = PlanSkip, refusal(err)
+			if err := guard.admit(deleteRequest{id: m.ID()}); err != nil {
+				a.Action, a.Reason = PlanSkip, refusalReason(err)
 			}
 		}
 	}
@@ -269,8 +268,8 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	step := p.next(m, deletion.Observation{Kind: deletion.Look, Live: live})
 	a := deleteAction(m, p.opts.Mode, live, step)
 	if step.Outcome == deletion.OutcomeIssue {
-		if err := p.e.checkDeletable(p.marked, p.rel.Version, p.e.identity(m)); err != nil {
-			a.Action, a.Reason = PlanSkip, refusal(err)
+		if err := p.admit(deleteRequest{id: p.e.identity(m)}); err != nil {
+			a.Action, a.Reason = PlanSkip, refusalReason(err)
 		} else if destructive(m) {
 			switch c, err := p.e.contents(ctx, p.rel, m, live); {
 			case err != nil:
@@ -334,7 +333,7 @@ func holders(finalizers []string) string {
 	return "finalizers " + strings.Join(finalizers, ", ")
 }
 
-func refusal(err error) string {
+func refusalReason(err error) string {
 	var te *TaskError
 	if errors.As(err, &te) {
 		return te.Message
@@ -382,7 +381,7 @@ func (p *Plan) noteCleanupGates(rel *payload.Release) {
 		for _, crd := range c.CRDs {
 			switch {
 			case crd.Skip != nil:
-				crds = append(crds, fmt.Sprintf("not %s (%s)", crd.Name, crd.Skip))
+				crds = append(crds, fmt.Sprintf("not %s (%s)", crd.Name, crd.Skip.Reason()))
 			case crd.Namespaces == nil:
 				crds = append(crds, crd.Name+" in every namespace")
 			default:

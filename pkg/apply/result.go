@@ -65,6 +65,10 @@ type SyncResult struct {
 	// LedgerErr is set when the delete ledger could not be read: the pass
 	// applied but deleted nothing (a *deletion.UnreadableError).
 	LedgerErr error
+	// CleanupErr is set when the operand cleanup state could not be read
+	// (a *recordstore.UnreadableError): the pass applied, and deleted
+	// nothing of the components whose operands it is about.
+	CleanupErr error
 	// Walks are the runner's results of the apply and the delete walk.
 	Walks graph.PassResult
 }

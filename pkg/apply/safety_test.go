@@ -51,7 +51,8 @@ func TestCheckDeletable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := e.checkDeletable(markedFor(rel, (*payload.Manifest).ID), rel.Version, tt.id)
+			p := &pass{e: e, rel: rel, marked: markedFor(rel, (*payload.Manifest).ID)}
+			err := p.admit(deleteRequest{id: tt.id})
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected refusal: %v", err)
@@ -79,8 +80,9 @@ func TestTheApplierRefusesToDeleteItself(t *testing.T) {
 	for _, m := range rel.Manifests {
 		marked[m.ID()] = true
 	}
+	p := &pass{e: e, rel: rel, marked: marked}
 	for _, m := range rel.Manifests {
-		err := e.checkDeletable(marked, rel.Version, m.ID())
+		err := p.admit(deleteRequest{id: m.ID()})
 		if m.GVK.Kind == "Service" {
 			if err != nil {
 				t.Errorf("%s: %v", m.ID(), err)

@@ -94,30 +94,30 @@ func count(n int, kind string) Count {
 
 func TestProgressStallAndWait(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	rec := Progress(nil, "widgets", "2.0.0", count(3, "Widget"), t0)
+	rec := progressed(nil, "widgets", "2.0.0", count(3, "Widget"), t0)
 	if rec.State != Running || rec.Total() != 3 || !rec.StartedAt.Time.Equal(t0) {
 		t.Fatalf("start: %+v", rec)
 	}
-	same := Progress(&rec, "widgets", "2.0.1", count(3, "Widget"), t0.Add(5*time.Minute))
+	same := progressed(&rec, "widgets", "2.0.1", count(3, "Widget"), t0.Add(5*time.Minute))
 	if !same.ProgressAt.Time.Equal(t0) || same.Release != "2.0.0" || same.Stalled(t0.Add(9*time.Minute), 10*time.Minute) || !same.Stalled(t0.Add(10*time.Minute), 10*time.Minute) {
 		t.Errorf("no progress keeps the stall timer and the starting release: %+v", same)
 	}
-	fewer := Progress(&same, "widgets", "2.0.0", count(1, "Widget"), t0.Add(11*time.Minute))
+	fewer := progressed(&same, "widgets", "2.0.0", count(1, "Widget"), t0.Add(11*time.Minute))
 	if !fewer.ProgressAt.Time.Equal(t0.Add(11*time.Minute)) || fewer.Stalled(t0.Add(12*time.Minute), 10*time.Minute) {
 		t.Errorf("progress restarts the stall timer: %+v", fewer)
 	}
-	waiting := Wait(&fewer, "widgets", "2.0.0", "operator not Available", t0.Add(12*time.Minute))
-	if waiting.State != Running || waiting.Total() != 1 || waiting.Message != "operator not Available" {
-		t.Errorf("a running cleanup that must wait keeps its counts: %+v", waiting)
+	paused := waiting(&fewer, "widgets", "2.0.0", "operator not Available", t0.Add(12*time.Minute))
+	if paused.State != Running || paused.Total() != 1 || paused.Message != "operator not Available" {
+		t.Errorf("a running cleanup that must wait keeps its counts: %+v", paused)
 	}
-	if done := Progress(&waiting, "widgets", "2.0.0", Count{}, t0.Add(13*time.Minute)); done.State != Completed || !done.State.Open() {
+	if done := progressed(&paused, "widgets", "2.0.0", Count{}, t0.Add(13*time.Minute)); done.State != Completed || !done.State.Open() {
 		t.Errorf("no operand left completes the cleanup: %+v", done)
 	}
-	blocked := Wait(nil, "widgets", "2.0.0", "operator not Available", t0)
+	blocked := waiting(nil, "widgets", "2.0.0", "operator not Available", t0)
 	if blocked.State != Waiting || blocked.State.Open() || blocked.Blocked(t0.Add(time.Minute), 10*time.Minute) || !blocked.Blocked(t0.Add(10*time.Minute), 10*time.Minute) {
 		t.Errorf("a cleanup that cannot start waits, then reads as blocked: %+v", blocked)
 	}
-	if started := Progress(&blocked, "widgets", "2.0.0", count(2, "Widget"), t0.Add(20*time.Minute)); !started.StartedAt.Time.Equal(t0) || !started.ProgressAt.Time.Equal(t0.Add(20*time.Minute)) {
+	if started := progressed(&blocked, "widgets", "2.0.0", count(2, "Widget"), t0.Add(20*time.Minute)); !started.StartedAt.Time.Equal(t0) || !started.ProgressAt.Time.Equal(t0.Add(20*time.Minute)) {
 		t.Errorf("a cleanup that starts after waiting keeps its start and starts its stall timer: %+v", started)
 	}
 }
@@ -127,7 +127,7 @@ func TestDescribeIsBounded(t *testing.T) {
 	for i := range 60 {
 		c.Add(Operand{Kind: "Gadget", Name: fmt.Sprintf("g%02d", i)})
 	}
-	rec := Progress(nil, "widgets", "2.0.0", c, time.Now())
+	rec := progressed(nil, "widgets", "2.0.0", c, time.Now())
 	if len(rec.Named) != 20 {
 		t.Errorf("%d operands named, want 10 per kind", len(rec.Named))
 	}

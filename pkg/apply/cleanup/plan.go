@@ -69,14 +69,6 @@ var ruleNames = map[Rule]string{
 
 func (r Rule) String() string { return fmt.Sprintf("rule %d (%s)", int(r), ruleNames[r]) }
 
-// Skip is a failed rule 2 to 5: the CRD's operands are left alone.
-type Skip struct {
-	Rule    Rule
-	Message string
-}
-
-func (s Skip) String() string { return fmt.Sprintf("%s: %s", s.Rule, s.Message) }
-
 // CRD is a CustomResourceDefinition whose operands a removal may clean up.
 type CRD struct {
 	// Name is the CRD's name, <plural>.<group>.
@@ -86,7 +78,7 @@ type CRD struct {
 	// Namespaces is the scope; nil means every namespace.
 	Namespaces []string
 	// Skip is set when a rule the release alone decides fails.
-	Skip *Skip
+	Skip *Note
 }
 
 // Group is the API group the CRD's name ends with.
@@ -175,17 +167,17 @@ func namespaces(m *payload.Manifest) []string {
 }
 
 // releaseSkip judges rules 2 and 4 for the CRD that m deletes.
-func releaseSkip(rel *payload.Release, m *payload.Manifest) *Skip {
+func releaseSkip(rel *payload.Release, m *payload.Manifest) *Note {
 	id := m.ID()
 	for _, other := range rel.Manifests {
 		if other == m || other.ID() != id {
 			continue
 		}
 		if other.Component != m.Component {
-			return &Skip{RuleSingleOwner, fmt.Sprintf("component %s (%s) also ships %s", other.Component, other.Position(), id.Name)}
+			return &Note{CRD: id.Name, Rule: RuleSingleOwner, Message: fmt.Sprintf("component %s (%s) also ships %s", other.Component, other.Position(), id.Name)}
 		}
 		if !other.Delete() {
-			return &Skip{RuleNotReplaced, fmt.Sprintf("the release ships %s again (%s)", id.Name, other.Position())}
+			return &Note{CRD: id.Name, Rule: RuleNotReplaced, Message: fmt.Sprintf("the release ships %s again (%s)", id.Name, other.Position())}
 		}
 	}
 	return nil

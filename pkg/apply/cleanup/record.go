@@ -22,17 +22,33 @@ const (
 	// Aborted: the admin switched to Orphan mid-way; the gate is open and
 	// the operands left are orphaned.
 	Aborted State = "Aborted"
-	// Skipped: a rule from 2 to 5 failed for every CRD; the gate is open.
+	// Skipped: no CRD of the component may have its operands cleaned up
+	// (a rule from 2 to 5 failed, or the CRD is not the one the update
+	// deletes); the gate is open and the operands are orphaned.
 	Skipped State = "Skipped"
+	// Blocked: no CRD may have its operands cleaned up, and for at least
+	// one the reason is that its API is not served by the CRD itself (a
+	// built-in or aggregated API has the same name, or its names are not
+	// accepted), so listing "its" objects would reach another API's. The
+	// gate is open: deleting the CRD itself touches no other API.
+	Blocked State = "Blocked"
 )
 
-// Open reports whether the component's deletes may go ahead.
-func (s State) Open() bool { return s == Completed || s == Aborted || s == Skipped }
+// States lists every state, for tests that must cover them all.
+var States = []State{Waiting, Running, Completed, Aborted, Skipped, Blocked}
 
-// Limits of the operands a record names, as the status shows them.
+// Open reports whether the component's deletes may go ahead.
+func (s State) Open() bool {
+	return s == Completed || s == Aborted || s == Skipped || s == Blocked
+}
+
+// Limits of what a record names, as the status shows it: operands, and
+// notes on the CRDs left alone. The counts are kept beyond them.
 const (
 	maxNamedPerKind = 10
 	maxNamed        = 50
+	maxNotes        = 10
+	maxNoteLen      = 512
 )
 
 // Operand is one custom resource a cleanup waits for.
@@ -63,8 +79,13 @@ type Record struct {
 	Remaining map[string]int `json:"remaining,omitempty"`
 	// Named lists some of them: at most 10 per kind and 50 in all.
 	Named []Operand `json:"named,omitempty"`
-	// Skips says which CRDs' operands are left alone, and why.
-	Skips []string `json:"skips,omitempty"`
+	// Skips says which CRDs' operands are left alone, and why: at most
+	// maxNotes; MoreSkips counts the rest.
+	Skips     []string `json:"skips,omitempty"`
+	MoreSkips int      `json:"moreSkips,omitempty"`
+	// BlockedCRDs counts the CRDs left alone because their API is not
+	// served by them; their notes are among Skips.
+	BlockedCRDs int `json:"blockedCRDs,omitempty"`
 	// Message explains a Waiting or Aborted state.
 	Message string `json:"message,omitempty"`
 }
@@ -105,9 +126,9 @@ func (c *Count) Add(op Operand) {
 	}
 }
 
-// Progress records a look that found count, at now: the start of a
+// progressed records a look that found count, at now: the start of a
 // cleanup, its progress, or its end.
-func Progress(prev *Record, component, release string, count Count, now time.Time) Record {
+func progressed(prev *Record, component, release string, count Count, now time.Time) Record {
 	ts := metav1.NewTime(now)
 	rec := Record{Component: component, Release: release, StartedAt: &ts, ProgressAt: &ts}
 	if prev != nil && (prev.State == Running || prev.State == Waiting) {
@@ -133,10 +154,10 @@ func Progress(prev *Record, component, release string, count Count, now time.Tim
 	return rec
 }
 
-// Wait records a look at which rule 1 failed, for why. Nothing is
-// deleted while it fails: a cleanup not started yet waits, and a running
-// one keeps its counts and stall timer.
-func Wait(prev *Record, component, release, why string, now time.Time) Record {
+// waiting records a look at which nothing could be deleted, for why (rule
+// 1 fails, or deleting failed): a cleanup not started yet waits, and a
+// running one keeps its counts and stall timer.
+func waiting(prev *Record, component, release, why string, now time.Time) Record {
 	if prev != nil && (prev.State == Running || prev.State == Waiting) {
 		rec := *prev
 		rec.Message = why
