@@ -41,25 +41,45 @@ type operandCluster struct {
 
 func newOperandCluster(t *testing.T, available bool) *operandCluster {
 	t.Helper()
-	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}, crdGVK.GroupVersion(), {Group: "example.com", Version: "v1"}})
+	crd := liveCRD("widgets.example.com", "example.com", "widgets", "Widget", "Namespaced", "v1")
+	crd.SetUID("widgets-crd")
+	w1 := unstructuredOf("example.com/v1", "Widget", "a", "w1")
+	w1.SetFinalizers([]string{"example.com/cleanup"})
+	return newOperandClusterOf(t, available, crd, w1, unstructuredOf("example.com/v1", "Widget", "a", "w2"), unstructuredOf("example.com/v1", "Widget", "b", "w3"))
+}
+
+// Kinds the operand clusters serve beside Deployments, CRDs and Widgets.
+var (
+	leasesGVR          = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+	projectsGVR        = schema.GroupVersionResource{Group: "project.openshift.io", Version: "v1", Resource: "projects"}
+	clusterOperatorGVR = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusteroperators"}
+)
+
+// newOperandClusterOf is a fake cluster holding objs and the widgets
+// component's operator Deployment (available as given). A DELETE of an
+// object with finalizers only marks it terminating, as the apiserver does.
+func newOperandClusterOf(t *testing.T, available bool, objs ...runtime.Object) *operandCluster {
+	t.Helper()
+	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}, crdGVK.GroupVersion(), {Group: "example.com", Version: "v1"},
+		leasesGVR.GroupVersion(), projectsGVR.GroupVersion(), clusterOperatorGVR.GroupVersion()})
+	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	rm.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
 	rm.Add(crdGVK, meta.RESTScopeRoot)
 	rm.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, meta.RESTScopeNamespace)
-	crd := liveCRD("widgets.example.com", "example.com", "widgets", "Widget", "Namespaced", "v1")
-	crd.SetUID("widgets-crd")
+	rm.Add(schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, meta.RESTScopeNamespace)
+	rm.Add(schema.GroupVersionKind{Group: "project.openshift.io", Version: "v1", Kind: "Project"}, meta.RESTScopeRoot)
+	rm.Add(schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterOperator"}, meta.RESTScopeRoot)
 	op := unstructuredOf("apps/v1", "Deployment", "ns", "widget-operator")
 	status := "False"
 	if available {
 		status = "True"
 	}
 	_ = unstructured.SetNestedSlice(op.Object, []any{map[string]any{"type": "Available", "status": status}}, "status", "conditions")
-	w1 := unstructuredOf("example.com/v1", "Widget", "a", "w1")
-	w1.SetFinalizers([]string{"example.com/cleanup"})
-	objs := []runtime.Object{crd, op, w1, unstructuredOf("example.com/v1", "Widget", "a", "w2"), unstructuredOf("example.com/v1", "Widget", "b", "w3")}
 	c := &operandCluster{}
 	c.dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		widgetsGVR: "WidgetList", deploymentsGVR: "DeploymentList", crdsGVR: "CustomResourceDefinitionList", configMapsGVR: "ConfigMapList",
-	}, objs...)
+		leasesGVR: "LeaseList", projectsGVR: "ProjectList", clusterOperatorGVR: "ClusterOperatorList", apiServicesGVR: "APIServiceList",
+	}, append(objs, op)...)
 	c.dyn.PrependReactor("delete", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		da := a.(clienttesting.DeleteActionImpl)
 		c.deletes = append(c.deletes, fmt.Sprintf("%s/%s/%s", da.GetResource().Resource, da.GetNamespace(), da.GetName()))
