@@ -38,18 +38,24 @@ var fuzzKinds = []fuzzKind{
 	{schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}, "customresourcedefinitions", true},
 	{schema.GroupVersionKind{Group: "project.openshift.io", Version: "v1", Kind: "Project"}, "projects", true},
 	{schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, "widgets", false},
+	{schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, "leases", false},
 }
 
 // fuzzCRD serves the Widgets; its delete manifest may opt in to operand
 // cleanup, the one way an object no delete manifest names may go.
-const fuzzCRD = "widgets.example.com"
+// shadowCRDName names a CRD for the built-in Leases: it serves nothing,
+// and a cleanup that trusted its name would delete Leases.
+const (
+	fuzzCRD       = "widgets.example.com"
+	shadowCRDName = "leases.coordination.k8s.io"
+)
 
 // Names and namespaces are drawn from small sets that hold every protected
 // object, so that the fuzzer meets them often.
 var (
 	fuzzNames = []string{"x", "y", "kube-system", "default", "kube-public", "openshift-cluster-version",
 		"cluster-version-operator", "payload-applier-delete-ledger", "version",
-		"clusterversions.config.openshift.io", "clusteroperators.config.openshift.io", fuzzCRD}
+		"clusterversions.config.openshift.io", "clusteroperators.config.openshift.io", fuzzCRD, shadowCRDName}
 	fuzzNamespaces = []string{"a", "openshift-cluster-version", "kube-system"}
 )
 
@@ -94,8 +100,13 @@ func (b *fuzzBytes) pick(n int) int {
 // its object is named by a delete manifest of the release (by the scope
 // the cluster gives its kind), or, in an update whose admin policy is
 // Delete, is a custom resource in the scope of a CRD the release removes
-// with operand cleanup Supported; it is never protected; and a pass that
-// is not an update deletes only what an update claimed in the ledger.
+// with operand cleanup Supported, that very CRD (by UID) whose delete the
+// ledger holds under way, while the cleanup state reads; it is never
+// protected, never of a built-in API a CRD shadows; and a pass that is not
+// an update deletes only what an update claimed in the ledger. Cluster,
+// ledger and cleanup store are drawn too: re-created CRDs (another UID, a
+// completed delete), claims without a UID, a CRD named for Leases, and an
+// unreadable cleanup store.
 //
 //	go test -run '^$' -fuzz FuzzSyncDeletes ./pkg/apply/
 func FuzzSyncDeletes(f *testing.F) {
@@ -105,13 +116,43 @@ func FuzzSyncDeletes(f *testing.F) {
 	f.Add([]byte{0, 1, 1, 2, 0, 1, 1, 1, 1, 2, 0, 0, 1, 1, 1})
 	f.Add([]byte{0, 3, 0, 0, 1, 1, 1, 5, 1, 1, 3, 2, 8, 0, 1, 1, 0, 9, 1, 1, 1, 0, 1, 3, 1, 4})
 	f.Add([]byte("a payload of a few manifests, some of them deletes, and a cluster"))
-	// An update whose admin policy is Delete removes widgets.example.com
-	// with operand cleanup Supported in namespace a; Widget kube-system/x
-	// is outside that scope.
-	f.Add([]byte{0, 1, 4, 11, 0, 0, 1, 0, 0, 2, 4, 11, 0, 0, 1, 1, 1, 6, 0, 2, 0, 1, 1, 1, 2})
-	// The same without a scope: the Widget is an operand to delete.
-	f.Add([]byte{0, 1, 4, 11, 0, 0, 1, 0, 1, 2, 4, 11, 0, 0, 1, 1, 1, 6, 0, 2, 0, 1, 1, 1, 2})
-	f.Fuzz(func(t *testing.T, data []byte) {
+	for _, seed := range wideningSeeds {
+		f.Add(seed)
+	}
+	// The same update, with widgets.example.com's delete recorded as
+	// completed: the CRD on the cluster was created again.
+	f.Add([]byte{0, 1, 4, 11, 0, 0, 1, 0, 1, 2, 4, 11, 0, 0, 1, 1, 0, 2, 1, 0, 1, 6, 0, 0, 0, 1, 1, 1, 1, 2, 1})
+	// An update removes leases.coordination.k8s.io, a CRD named for a
+	// built-in API, with both keys; a Lease exists.
+	f.Add([]byte{0, 1, 4, 12, 0, 0, 1, 0, 1, 2, 4, 12, 0, 0, 1, 1, 1, 7, 0, 0, 0, 1, 1, 1, 1, 2, 1})
+	// The widening seed with an unreadable cleanup store.
+	f.Add([]byte{0, 1, 4, 11, 0, 0, 1, 0, 1, 2, 4, 11, 0, 0, 1, 1, 1, 6, 0, 0, 0, 1, 1, 1, 1, 2, 0})
+	f.Fuzz(func(t *testing.T, data []byte) { syncRandomDeletes(t, data) })
+}
+
+// wideningSeeds each make an update whose admin policy is Delete remove
+// widgets.example.com with operand cleanup Supported while a Widget
+// exists: in every namespace, then in namespace a only, the Widget in a.
+var wideningSeeds = [][]byte{
+	{0, 1, 4, 11, 0, 0, 1, 0, 1, 2, 4, 11, 0, 0, 1, 1, 1, 6, 0, 0, 0, 1, 1, 1, 1, 2, 1},
+	{0, 1, 4, 11, 0, 0, 1, 0, 0, 2, 4, 11, 0, 0, 1, 1, 1, 6, 0, 0, 0, 1, 1, 1, 1, 2, 1},
+}
+
+// TestFuzzSeedsReachTheWidening keeps the seeds meaningful: a change to
+// what the fuzz draws must not leave the operand rule untried.
+func TestFuzzSeedsReachTheWidening(t *testing.T) {
+	for _, seed := range wideningSeeds {
+		if n := syncRandomDeletes(t, seed); n == 0 {
+			t.Errorf("seed %v sends no operand DELETE", seed)
+		}
+	}
+}
+
+// syncRandomDeletes is one case of FuzzSyncDeletes; it returns how many
+// operand DELETEs the pass sent, so that tests can tell which seeds reach
+// the widening.
+func syncRandomDeletes(t *testing.T, data []byte) (operands int) {
+	{
 		in := fuzzBytes(data)
 		mode := []graph.Mode{graph.ModeUpdate, graph.ModeReconcile, graph.ModeInstall}[in.pick(3)]
 
@@ -128,7 +169,7 @@ func FuzzSyncDeletes(f *testing.F) {
 			del := in.pick(2) == 1
 			m := fuzzManifest(i, k, ns, name, del)
 			rel.Manifests = append(rel.Manifests, m)
-			if del && k.resource == "customresourcedefinitions" && name == fuzzCRD && in.pick(2) == 0 {
+			if del && k.resource == "customresourcedefinitions" && in.pick(2) == 0 {
 				ann := m.Obj.GetAnnotations()
 				ann[payload.OperandCleanupAnnotation] = payload.OperandCleanupSupported
 				if in.pick(2) == 0 {
@@ -152,6 +193,10 @@ func FuzzSyncDeletes(f *testing.F) {
 		var records []deletion.Record
 		claimed := map[fuzzTarget]bool{}
 		present := map[fuzzTarget]bool{}
+		// The widgets CRD as the cluster holds it, and the ledger's record
+		// of its delete, for the operand rule.
+		var liveCRDUID types.UID
+		var crdRecord *deletion.Record
 		for _, k := range fuzzKinds {
 			scope := meta.RESTScopeNamespace
 			if k.cluster {
@@ -171,6 +216,9 @@ func FuzzSyncDeletes(f *testing.F) {
 			if in.pick(4) > 0 && !present[fuzzTarget{k.resource, ns, name}] {
 				present[fuzzTarget{k.resource, ns, name}] = true
 				objs = append(objs, fuzzObject(k, ns, name, uid, in.pick(3) == 0))
+				if k.resource == "customresourcedefinitions" && name == fuzzCRD {
+					liveCRDUID = uid
+				}
 			}
 			if in.pick(2) == 0 {
 				state := deletion.States[in.pick(len(deletion.States))]
@@ -179,7 +227,14 @@ func FuzzSyncDeletes(f *testing.F) {
 				if k.cluster && in.pick(2) == 0 {
 					id.Namespace = fuzzNamespaces[in.pick(len(fuzzNamespaces))]
 				}
-				records = append(records, deletion.Record{ID: id, Release: []string{"1", "2"}[in.pick(2)], State: state, UID: uid})
+				rec := deletion.Record{ID: id, Release: []string{"1", "2"}[in.pick(2)], State: state, UID: uid}
+				if in.pick(4) == 0 {
+					rec.UID = "" // a claim whose read failed
+				}
+				records = append(records, rec)
+				if id == crdID(fuzzCRD) {
+					crdRecord = &rec // the ledger keeps the last record of an object
+				}
 				if state == deletion.Pending || state == deletion.InProgress {
 					claimed[fuzzTarget{k.resource, ns, name}] = true
 				}
@@ -210,6 +265,10 @@ func FuzzSyncDeletes(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		corruptCleanups := in.pick(4) == 0
+		if corruptCleanups {
+			e.cleanups = cleanups{store: &unreadableStore{}}
+		}
 		policy := []cleanup.Policy{"", cleanup.PolicyOrphan, cleanup.PolicyDelete}[in.pick(3)]
 		opts := SyncOptions{Mode: mode, Backoff: &wait.Backoff{Duration: time.Millisecond, Steps: 1},
 			DeleteSettle: 10 * time.Millisecond, EstablishTimeout: 10 * time.Millisecond, OperandCleanup: policy}
@@ -221,15 +280,33 @@ func FuzzSyncDeletes(f *testing.F) {
 			switch {
 			case protectedTarget(d):
 				t.Fatalf("%s pass deleted protected %s %s/%s", mode, d.resource, d.namespace, d.name)
-			case !marked[d] && d.resource == "widgets" && policy == cleanup.PolicyDelete && mode == graph.ModeUpdate && operandInScope(rel, d.namespace):
-				// An operand of a CRD the release removes with both keys.
+			case !marked[d] && d.resource == "widgets" && policy == cleanup.PolicyDelete && mode == graph.ModeUpdate && operandInScope(rel, d.namespace) &&
+				!corruptCleanups && crdDeleteOf(crdRecord, liveCRDUID):
+				// An operand of the CRD the release removes with both keys.
+				operands++
 			case !marked[d]:
 				t.Fatalf("%s pass deleted %s %s/%s, which no delete manifest of the release names", mode, d.resource, d.namespace, d.name)
 			case mode != graph.ModeUpdate && !claimed[d]:
 				t.Fatalf("%s pass deleted %s %s/%s, which no update claimed", mode, d.resource, d.namespace, d.name)
 			}
 		}
-	})
+	}
+	return operands
+}
+
+// crdDeleteOf restates, independently of the engine, whether the ledger
+// held, or the update claimed, the delete of the widgets CRD with the UID
+// the cluster shows: an update claims a delete the ledger has no record
+// of, with the UID it reads; any other record must be of a delete still
+// under way, for that very CRD.
+func crdDeleteOf(rec *deletion.Record, live types.UID) bool {
+	if live == "" {
+		return false
+	}
+	if rec == nil {
+		return true
+	}
+	return (rec.State == deletion.Pending || rec.State == deletion.InProgress) && rec.UID == live
 }
 
 // operandInScope restates, independently of the engine, whether a Widget
@@ -271,6 +348,8 @@ func fuzzObject(k fuzzKind, ns, name string, uid types.UID, terminating bool) *u
 	switch {
 	case k.resource == "customresourcedefinitions" && name == fuzzCRD:
 		obj = liveCRD(fuzzCRD, "example.com", "widgets", "Widget", "Namespaced", "v1")
+	case k.resource == "customresourcedefinitions" && name == shadowCRDName:
+		obj = liveCRD(shadowCRDName, "coordination.k8s.io", "leases", "Lease", "Namespaced", "v1")
 	case k.resource == "deployments":
 		// Available, so that an operand cleanup may start.
 		_ = unstructured.SetNestedSlice(obj.Object, []any{map[string]any{"type": "Available", "status": "True"}}, "status", "conditions")
