@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"slices"
 	"sort"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	templatev1 "github.com/openshift/api/template/v1"
 	userv1 "github.com/openshift/api/user/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -35,7 +37,7 @@ import (
 // example SecurityContextConstraints); listing them here only means they
 // are never reported as having no provider.
 type builtinAPIs struct {
-	kinds  map[GroupKind]bool
+	kinds  map[schema.GroupKind]bool
 	groups map[string]bool
 }
 
@@ -54,23 +56,19 @@ func newBuiltinAPIs() builtinAPIs {
 		// dependency, and the table is only less complete without it.
 		_ = install(s)
 	}
-	b := builtinAPIs{kinds: map[GroupKind]bool{}, groups: map[string]bool{}}
+	b := builtinAPIs{kinds: map[schema.GroupKind]bool{}, groups: map[string]bool{}}
 	for gvk := range s.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal {
 			continue
 		}
-		b.kinds[GroupKind{Group: gvk.Group, Kind: gvk.Kind}] = true
+		b.kinds[gvk.GroupKind()] = true
 		b.groups[gvk.Group] = true
 	}
-	for _, gk := range []GroupKind{
-		{"apiextensions.k8s.io", "CustomResourceDefinition"},
-		{"apiregistration.k8s.io", "APIService"},
-		{"packages.operators.coreos.com", "PackageManifest"},
-		{"metrics.k8s.io", "NodeMetrics"},
-		{"metrics.k8s.io", "PodMetrics"},
-		{"config.openshift.io", "ClusterVersion"},
-		{"config.openshift.io", "ClusterOperator"},
-	} {
+	for _, gk := range slices.Concat(
+		[]schema.GroupKind{CRDKind, APIServiceKind, ClusterVersionKind, ClusterOperatorKind},
+		kindsOf("packages.operators.coreos.com", "PackageManifest"),
+		kindsOf("metrics.k8s.io", "NodeMetrics", "PodMetrics"),
+	) {
 		b.kinds[gk] = true
 		b.groups[gk.Group] = true
 	}
@@ -78,7 +76,7 @@ func newBuiltinAPIs() builtinAPIs {
 }
 
 // isBuiltin reports whether a cluster serves gk without a payload CRD.
-func isBuiltin(gk GroupKind) bool {
+func isBuiltin(gk schema.GroupKind) bool {
 	return builtins().kinds[gk]
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // checkProviders checks that every custom resource the release creates has
@@ -29,10 +31,10 @@ func checkProviders(idx *releaseIndex, previous *Release) []Finding {
 	}
 	var findings []Finding
 	for _, m := range idx.r.Manifests {
-		if m.Delete() || isCRD(m) {
+		if m.Delete() || m.IsCRD() {
 			continue
 		}
-		gk := groupKindOf(m)
+		gk := m.GVK.GroupKind()
 		crd, found := idx.crdByKind[gk]
 		if !found {
 			if isBuiltin(gk) {
@@ -71,7 +73,7 @@ func checkProviders(idx *releaseIndex, previous *Release) []Finding {
 
 // serves reports whether the release, or the cluster itself, serves the
 // kind at version.
-func (idx *releaseIndex) serves(gk GroupKind, version string) bool {
+func (idx *releaseIndex) serves(gk schema.GroupKind, version string) bool {
 	if isBuiltin(gk) {
 		return true
 	}
@@ -84,7 +86,7 @@ func (idx *releaseIndex) serves(gk GroupKind, version string) bool {
 }
 
 func noProviderMessage(idx *releaseIndex, m *Manifest) string {
-	gk := groupKindOf(m)
+	gk := m.GVK.GroupKind()
 	var kinds []string
 	for other := range idx.crdByKind {
 		if other.Group == gk.Group {
@@ -118,7 +120,7 @@ func listOrNone(items []string) string {
 // spec.version first; the API server refuses it otherwise, and the
 // version it means is ambiguous.
 func checkV1beta1Version(r *Release, m *Manifest) []Finding {
-	if !isCRD(m) || m.GVK.Version != "v1beta1" || m.Delete() {
+	if !m.IsCRD() || m.GVK.Version != "v1beta1" || m.Delete() {
 		return nil
 	}
 	spec := mapAt(m.Obj.Object, "spec")
