@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"reflect"
 	"slices"
 	"sort"
 	"sync"
@@ -16,6 +17,8 @@ import (
 	securityv1 "github.com/openshift/api/security/v1"
 	templatev1 "github.com/openshift/api/template/v1"
 	userv1 "github.com/openshift/api/user/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -96,3 +99,38 @@ func builtinKinds(group string) []string {
 	sort.Strings(kinds)
 	return kinds
 }
+
+// BuiltinResource reports whether group/resource is a resource of
+// client-go's Kubernetes scheme, which the API server serves itself, and
+// the kind it serves there. A CRD with that group and plural is never
+// served, because the built-in wins: whatever lists or deletes the CRD's
+// objects at that resource reaches the built-in objects instead.
+//
+// The set is read from the scheme, not written down: every kind whose
+// type is an object (has ObjectMeta, so no List, option, Status or
+// WatchEvent), at the plural the API server would guess for it. A few
+// kinds served only as a subresource (Scale, Eviction, TokenRequest)
+// count too, which errs on the side of calling a resource built-in.
+func BuiltinResource(group, resource string) (kind string, ok bool) {
+	kind, ok = builtinResources()[schema.GroupResource{Group: group, Resource: resource}]
+	return kind, ok
+}
+
+var builtinResources = sync.OnceValue(func() map[schema.GroupResource]string {
+	object := reflect.TypeFor[metav1.Object]()
+	resources := map[schema.GroupResource]string{}
+	for gvk, typ := range scheme.Scheme.AllKnownTypes() {
+		// Every group version also registers WatchEvent and the option
+		// kinds (ListOptions, DeleteOptions, ...), and each kind its List:
+		// none of them implements metav1.Object.
+		if gvk.Version == runtime.APIVersionInternal || !reflect.PointerTo(typ).Implements(object) {
+			continue
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		gr := plural.GroupResource()
+		if seen, ok := resources[gr]; !ok || gvk.Kind < seen {
+			resources[gr] = gvk.Kind // the same in every version; min keeps it stable if not
+		}
+	}
+	return resources
+})
