@@ -65,6 +65,7 @@ var manifestRules = []manifestRule{
 	checkDeleteCreateOnly,
 	checkUnknownFields,
 	checkV1beta1Version,
+	checkCRDShadowsBuiltin,
 }
 
 var releaseRules = []releaseRule{

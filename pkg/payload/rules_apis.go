@@ -138,3 +138,31 @@ func checkV1beta1Version(r *Release, m *Manifest) []Finding {
 		"CustomResourceDefinition %s sets spec.version %q, but spec.versions starts with %q; the deprecated spec.version must name the first entry, so list %s first or drop spec.version",
 		m.Obj.GetName(), version, first, version)}
 }
+
+// checkCRDShadowsBuiltin (crd-shadows-builtin): a CRD whose group and
+// plural are a built-in resource is never served, since the API server
+// serves the built-in there. Whatever lists or deletes "its" custom
+// resources at that resource reaches the built-in objects: operand cleanup
+// would delete them, and plan counts them as what deleting the CRD takes
+// with it. So a delete manifest is judged as much as one that creates it.
+func checkCRDShadowsBuiltin(r *Release, m *Manifest) []Finding {
+	if !m.IsCRD() {
+		return nil
+	}
+	crd := crdInfoOf(m)
+	if crd.Group == "" || crd.Plural == "" {
+		return nil
+	}
+	kind, ok := BuiltinResource(crd.Group, crd.Plural)
+	if !ok {
+		return nil
+	}
+	builtin := schema.GroupKind{Group: crd.Group, Kind: kind}
+	fix := "give the CRD a group of its own"
+	if m.Delete() {
+		fix = "remove this delete manifest: the CRD never served objects of its own, and cleaning them up would delete built-in ones"
+	}
+	return []Finding{atKey(r, m, "plural", RuleCRDShadowsBuiltin, SeverityError,
+		"CustomResourceDefinition %s has group %q and plural %q, a resource the API server serves itself, as the built-in %s, and never from this CRD: whatever lists or deletes the CRD's custom resources reaches %s objects instead; %s",
+		crd.Name, crd.Group, crd.Plural, builtin, builtin, fix)}
+}
