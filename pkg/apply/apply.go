@@ -80,7 +80,7 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 		action = ActionUnchanged
 	default:
 		action = ActionConfigured
-		if isCRDManifest(m) {
+		if m.IsCRD() {
 			if err := p.guardCRDUpdate(ctx, m, live); err != nil {
 				return ActionFailed, err
 			}

@@ -80,9 +80,8 @@ func (c Contents) String() string {
 // destructive reports whether deleting m's object deletes other objects
 // with it: a Namespace its contents, a CRD its custom resources.
 func destructive(m *payload.Manifest) bool {
-	id := m.ID()
-	return (id.Group == "" && id.Kind == "Namespace") ||
-		(id.Group == "apiextensions.k8s.io" && id.Kind == "CustomResourceDefinition")
+	gk := m.GVK.GroupKind()
+	return gk == payload.NamespaceKind || gk == payload.CRDKind
 }
 
 // contents lists, page by page, what deleting live (the object m names)
@@ -107,7 +106,7 @@ func (e *Engine) contents(ctx context.Context, rel *payload.Release, m *payload.
 	}
 	id := m.ID()
 	switch {
-	case id.Kind == "Namespace":
+	case id.GroupKind() == payload.NamespaceKind:
 		if e.discovery == nil {
 			return c, nil
 		}

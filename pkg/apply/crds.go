@@ -23,23 +23,19 @@ const (
 	reasonCRDUpdateForced         = "CustomResourceDefinitionUpdateForced"
 )
 
-func isCRDManifest(m *payload.Manifest) bool {
-	return m.GVK.Group == crdGK.Group && m.GVK.Kind == crdGK.Kind
-}
-
 // CRDCompatibility judges, for acceptance, every CRD that rel would update
 // against the live CRD and the objects it serves. A CRD the cluster lacks
 // is created, not updated, and a terminating one is left to the apply,
 // which waits for it; neither is judged. A CRD that cannot be read is a
 // CompatibilityCheckError.
 func (e *Engine) CRDCompatibility(ctx context.Context, rel *payload.Release) []crdcompat.Finding {
-	rc := e.clientFor(crdGVK.GroupVersion().WithResource("customresourcedefinitions"), "")
+	rc := e.clientFor(payload.CRDGVR, "")
 	// A payload ships a hundred CRDs or more, some of a few MB: read and
 	// judge them a few at a time, as plan reads, keeping payload order.
 	perManifest := make([][]crdcompat.Finding, len(rel.Manifests))
 	graph.Run(ctx, graph.Unordered(Tasks(rel)), graph.RunOptions{Parallelism: planParallelism}, func(ctx context.Context, t *graph.Task) error {
 		m := rel.Manifests[t.Index]
-		if !isCRDManifest(m) || m.Delete() || m.CreateOnly() {
+		if !m.IsCRD() || m.Delete() || m.CreateOnly() {
 			return nil
 		}
 		live, err := rc.read(ctx, m.Obj.GetName())

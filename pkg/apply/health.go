@@ -6,7 +6,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // Health is the outcome of a health check on a live object.
@@ -20,30 +21,21 @@ type Health struct {
 // Healthy reports whether the check passed.
 func (h Health) Healthy() bool { return h.Reason == "" }
 
-var (
-	crdGK             = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
-	deploymentGK      = schema.GroupKind{Group: "apps", Kind: "Deployment"}
-	daemonSetGK       = schema.GroupKind{Group: "apps", Kind: "DaemonSet"}
-	jobGK             = schema.GroupKind{Group: "batch", Kind: "Job"}
-	clusterOperatorGK = schema.GroupKind{Group: "config.openshift.io", Kind: "ClusterOperator"}
-	namespaceGK       = schema.GroupKind{Kind: "Namespace"}
-)
-
 // CheckHealth judges a live object by the CVO's rules. required is the
 // manifest, needed for ClusterOperators, whose manifest lists the versions the
 // live status must reach. Kinds without rules are healthy.
 func CheckHealth(required, live *unstructured.Unstructured) Health {
 	gk := live.GroupVersionKind().GroupKind()
 	switch gk {
-	case crdGK:
+	case payload.CRDKind:
 		return crdHealth(live)
-	case deploymentGK:
+	case payload.DeploymentKind:
 		return deploymentHealth(live)
-	case daemonSetGK:
+	case payload.DaemonSetKind:
 		return terminatingHealth(live)
-	case jobGK:
+	case payload.JobKind:
 		return jobHealth(live)
-	case clusterOperatorGK:
+	case payload.ClusterOperatorKind:
 		return clusterOperatorHealth(required, live)
 	}
 	return Health{}

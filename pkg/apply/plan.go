@@ -228,7 +228,7 @@ func (p *pass) planApply(ctx context.Context, m *payload.Manifest) (PlannedActio
 		return a, nil
 	}
 	a.Action, a.Reason, err = planUpdate(ctx, rc, want, live)
-	if err == nil && a.Action == PlanUpdate && isCRDManifest(m) {
+	if err == nil && a.Action == PlanUpdate && m.IsCRD() {
 		a.Reason += "; " + p.crdPlanNote(ctx, m, live)
 	}
 	return a, err
@@ -401,7 +401,7 @@ func appendReason(reason, more string) string {
 // earlier in the payload usually brings it.
 func typeMissingReason(rel *payload.Release, m *payload.Manifest) string {
 	for _, c := range rel.Manifests {
-		if c.GVK.Group != "apiextensions.k8s.io" || c.GVK.Kind != "CustomResourceDefinition" || c.Delete() {
+		if !c.IsCRD() || c.Delete() {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(c.Obj.Object, "spec", "group")

@@ -13,14 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/payload-applier/payload-applier/manifests"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
-
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // Bootstrap makes sure the cluster has what the operator needs: the
 // ClusterVersion and ClusterOperator CRDs, its namespace and the
@@ -61,7 +59,7 @@ func (o *Operator) Bootstrap(ctx context.Context) error {
 // ensureCRD creates a missing CRD and waits until it is Established. An
 // existing CRD is left alone: a newer one may be installed by the payload.
 func (o *Operator) ensureCRD(ctx context.Context, crd *unstructured.Unstructured) error {
-	ri := o.dynamic.Resource(crdResource)
+	ri := o.dynamic.Resource(payload.CRDGVR)
 	_, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
 	if err == nil {
 		return nil

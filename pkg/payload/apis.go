@@ -1,6 +1,8 @@
 package payload
 
 import (
+	"reflect"
+	"slices"
 	"sort"
 	"sync"
 
@@ -15,7 +17,10 @@ import (
 	securityv1 "github.com/openshift/api/security/v1"
 	templatev1 "github.com/openshift/api/template/v1"
 	userv1 "github.com/openshift/api/user/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -35,7 +40,7 @@ import (
 // example SecurityContextConstraints); listing them here only means they
 // are never reported as having no provider.
 type builtinAPIs struct {
-	kinds  map[GroupKind]bool
+	kinds  map[schema.GroupKind]bool
 	groups map[string]bool
 }
 
@@ -54,23 +59,19 @@ func newBuiltinAPIs() builtinAPIs {
 		// dependency, and the table is only less complete without it.
 		_ = install(s)
 	}
-	b := builtinAPIs{kinds: map[GroupKind]bool{}, groups: map[string]bool{}}
+	b := builtinAPIs{kinds: map[schema.GroupKind]bool{}, groups: map[string]bool{}}
 	for gvk := range s.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal {
 			continue
 		}
-		b.kinds[GroupKind{Group: gvk.Group, Kind: gvk.Kind}] = true
+		b.kinds[gvk.GroupKind()] = true
 		b.groups[gvk.Group] = true
 	}
-	for _, gk := range []GroupKind{
-		{"apiextensions.k8s.io", "CustomResourceDefinition"},
-		{"apiregistration.k8s.io", "APIService"},
-		{"packages.operators.coreos.com", "PackageManifest"},
-		{"metrics.k8s.io", "NodeMetrics"},
-		{"metrics.k8s.io", "PodMetrics"},
-		{"config.openshift.io", "ClusterVersion"},
-		{"config.openshift.io", "ClusterOperator"},
-	} {
+	for _, gk := range slices.Concat(
+		[]schema.GroupKind{CRDKind, APIServiceKind, ClusterVersionKind, ClusterOperatorKind},
+		kindsOf("packages.operators.coreos.com", "PackageManifest"),
+		kindsOf("metrics.k8s.io", "NodeMetrics", "PodMetrics"),
+	) {
 		b.kinds[gk] = true
 		b.groups[gk.Group] = true
 	}
@@ -78,7 +79,7 @@ func newBuiltinAPIs() builtinAPIs {
 }
 
 // isBuiltin reports whether a cluster serves gk without a payload CRD.
-func isBuiltin(gk GroupKind) bool {
+func isBuiltin(gk schema.GroupKind) bool {
 	return builtins().kinds[gk]
 }
 
@@ -98,3 +99,38 @@ func builtinKinds(group string) []string {
 	sort.Strings(kinds)
 	return kinds
 }
+
+// BuiltinResource reports whether group/resource is a resource of
+// client-go's Kubernetes scheme, which the API server serves itself, and
+// the kind it serves there. A CRD with that group and plural is never
+// served, because the built-in wins: whatever lists or deletes the CRD's
+// objects at that resource reaches the built-in objects instead.
+//
+// The set is read from the scheme, not written down: every kind whose
+// type is an object (has ObjectMeta, so no List, option, Status or
+// WatchEvent), at the plural the API server would guess for it. A few
+// kinds served only as a subresource (Scale, Eviction, TokenRequest)
+// count too, which errs on the side of calling a resource built-in.
+func BuiltinResource(group, resource string) (kind string, ok bool) {
+	kind, ok = builtinResources()[schema.GroupResource{Group: group, Resource: resource}]
+	return kind, ok
+}
+
+var builtinResources = sync.OnceValue(func() map[schema.GroupResource]string {
+	object := reflect.TypeFor[metav1.Object]()
+	resources := map[schema.GroupResource]string{}
+	for gvk, typ := range scheme.Scheme.AllKnownTypes() {
+		// Every group version also registers WatchEvent and the option
+		// kinds (ListOptions, DeleteOptions, ...), and each kind its List:
+		// none of them implements metav1.Object.
+		if gvk.Version == runtime.APIVersionInternal || !reflect.PointerTo(typ).Implements(object) {
+			continue
+		}
+		plural, _ := meta.UnsafeGuessKindToResource(gvk)
+		gr := plural.GroupResource()
+		if seen, ok := resources[gr]; !ok || gvk.Kind < seen {
+			resources[gr] = gvk.Kind // the same in every version; min keeps it stable if not
+		}
+	}
+	return resources
+})

@@ -3,24 +3,9 @@ package payload
 import (
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// GroupKind names an API type without its version.
-type GroupKind struct {
-	Group string
-	Kind  string
-}
-
-func (gk GroupKind) String() string {
-	if gk.Group == "" {
-		return gk.Kind
-	}
-	return gk.Kind + "." + gk.Group
-}
-
-func groupKindOf(m *Manifest) GroupKind {
-	return GroupKind{Group: m.GVK.Group, Kind: m.GVK.Kind}
-}
 
 // crdVersion is one entry of a CRD's spec.versions.
 type crdVersion struct {
@@ -45,10 +30,6 @@ type crdInfo struct {
 }
 
 const bootstrapRequiredAnnotation = "release.openshift.io/bootstrap-required"
-
-func isCRD(m *Manifest) bool {
-	return m.GVK.Group == "apiextensions.k8s.io" && m.GVK.Kind == "CustomResourceDefinition"
-}
 
 // crdInfoOf reads a CRD manifest without copying its (often large) schema.
 // Missing or mistyped fields read as empty; a delete manifest may carry
@@ -88,7 +69,7 @@ func crdInfoOf(m *Manifest) crdInfo {
 
 // serves reports whether the CRD serves kind. Without spec.names.kind (a
 // bare delete manifest) the kind is matched against the plural.
-func (c crdInfo) serves(gk GroupKind) bool {
+func (c crdInfo) serves(gk schema.GroupKind) bool {
 	if gk.Group != c.Group {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/api/features"
 	"github.com/openshift/library-go/pkg/manifest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 )
@@ -266,10 +267,7 @@ func checkFeatureGates(annotations map[string]string, enabled sets.Set[string]) 
 
 // majorVersionKinds are the only kinds that may carry the major-version
 // annotation.
-var majorVersionKinds = map[[2]string]bool{
-	{"config.openshift.io", "FeatureGate"}:               true,
-	{"apiextensions.k8s.io", "CustomResourceDefinition"}: true,
-}
+var majorVersionKinds = map[schema.GroupKind]bool{FeatureGateKind: true, CRDKind: true}
 
 // parseMajorVersions splits "4,5" or "-3" into included and excluded
 // major versions; a version may not be in both.
@@ -298,7 +296,7 @@ func checkMajorVersion(m *Manifest, major uint64) error {
 	if !ok {
 		return nil
 	}
-	if !majorVersionKinds[[2]string{m.GVK.Group, m.GVK.Kind}] {
+	if !majorVersionKinds[m.GVK.GroupKind()] {
 		return fmt.Errorf("%s is only allowed on config.openshift.io FeatureGate and CustomResourceDefinition manifests, not %s", MajorVersionAnnotation, m.GVK.Kind)
 	}
 	included, excluded, err := parseMajorVersions(value)

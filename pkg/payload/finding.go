@@ -41,6 +41,7 @@ const (
 	RuleDeleteCreateOnly   Rule = "delete-create-only"
 	RuleFileName           Rule = "file-name"
 	RuleCRDVersionMismatch Rule = "crd-version-mismatch"
+	RuleCRDShadowsBuiltin  Rule = "crd-shadows-builtin"
 )
 
 // Rules over the manifests that the selected profile includes.

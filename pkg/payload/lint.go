@@ -3,6 +3,8 @@ package payload
 import (
 	"fmt"
 	"path"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // LintOptions configures Lint.
@@ -63,6 +65,7 @@ var manifestRules = []manifestRule{
 	checkDeleteCreateOnly,
 	checkUnknownFields,
 	checkV1beta1Version,
+	checkCRDShadowsBuiltin,
 }
 
 var releaseRules = []releaseRule{
@@ -90,7 +93,7 @@ type releaseIndex struct {
 	// crds are the included CRDs that are not deleted, by metadata.name.
 	crds map[string]crdInfo
 	// crdByKind maps a served group and kind to its first CRD.
-	crdByKind map[GroupKind]crdInfo
+	crdByKind map[schema.GroupKind]crdInfo
 	// deletedCRDs are the CRDs with a delete manifest.
 	deletedCRDs []crdInfo
 	// deletedNamespaces maps a namespace name to its delete manifest.
@@ -102,25 +105,25 @@ func newReleaseIndex(r *Release) *releaseIndex {
 		r:                 r,
 		byID:              map[ObjectID][]*Manifest{},
 		crds:              map[string]crdInfo{},
-		crdByKind:         map[GroupKind]crdInfo{},
+		crdByKind:         map[schema.GroupKind]crdInfo{},
 		deletedNamespaces: map[string]*Manifest{},
 	}
 	for _, m := range r.Manifests {
 		id := m.ID()
 		idx.byID[id] = append(idx.byID[id], m)
 		switch {
-		case isCRD(m) && m.Delete():
+		case m.IsCRD() && m.Delete():
 			idx.deletedCRDs = append(idx.deletedCRDs, crdInfoOf(m))
-		case isCRD(m):
+		case m.IsCRD():
 			info := crdInfoOf(m)
 			if _, seen := idx.crds[info.Name]; !seen {
 				idx.crds[info.Name] = info
 			}
-			gk := GroupKind{Group: info.Group, Kind: info.Kind}
+			gk := schema.GroupKind{Group: info.Group, Kind: info.Kind}
 			if _, seen := idx.crdByKind[gk]; !seen && info.Kind != "" {
 				idx.crdByKind[gk] = info
 			}
-		case m.GVK.Group == "" && m.GVK.Kind == "Namespace" && m.Delete():
+		case m.GVK.GroupKind() == NamespaceKind && m.Delete():
 			if _, seen := idx.deletedNamespaces[m.Obj.GetName()]; !seen {
 				idx.deletedNamespaces[m.Obj.GetName()] = m
 			}
@@ -130,7 +133,7 @@ func newReleaseIndex(r *Release) *releaseIndex {
 }
 
 // deletedCRDServing returns the deleted CRD that serves gk, if any.
-func (idx *releaseIndex) deletedCRDServing(gk GroupKind) (crdInfo, bool) {
+func (idx *releaseIndex) deletedCRDServing(gk schema.GroupKind) (crdInfo, bool) {
 	for _, c := range idx.deletedCRDs {
 		if c.serves(gk) {
 			return c, true

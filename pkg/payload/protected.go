@@ -67,15 +67,14 @@ func (s Applier) WithDefaults() Applier {
 func (s Applier) Protected() map[ObjectID]string {
 	set := map[ObjectID]string{}
 	for _, ns := range append(append([]string(nil), protectedNamespaces...), s.Namespace) {
-		set[ObjectID{Kind: "Namespace", Name: ns}] = "a protected namespace"
+		set[objectID(NamespaceKind, "", ns)] = "a protected namespace"
 		// An OpenShift Project is its namespace seen through another API.
-		set[ObjectID{Group: "project.openshift.io", Kind: "Project", Name: ns}] = "a protected namespace"
+		set[objectID(ProjectKind, "", ns)] = "a protected namespace"
 	}
 	for _, crd := range protectedCRDs {
-		set[ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition", Name: crd}] =
-			"the CustomResourceDefinition behind the applier's own status"
+		set[objectID(CRDKind, "", crd)] = "the CustomResourceDefinition behind the applier's own status"
 	}
-	set[ObjectID{Group: "apps", Kind: "Deployment", Namespace: s.Namespace, Name: s.Deployment}] = "the applier's own Deployment"
+	set[objectID(DeploymentKind, s.Namespace, s.Deployment)] = "the applier's own Deployment"
 	set[ObjectID{Kind: "ServiceAccount", Namespace: s.Namespace, Name: s.ServiceAccount}] = "the applier's own ServiceAccount"
 	for _, kind := range []string{"Role", "RoleBinding"} {
 		set[ObjectID{Group: "rbac.authorization.k8s.io", Kind: kind, Namespace: s.Namespace, Name: s.ServiceAccount}] = "the applier's own " + kind
@@ -85,7 +84,7 @@ func (s Applier) Protected() map[ObjectID]string {
 	set[ObjectID{Kind: "PersistentVolumeClaim", Namespace: s.Namespace, Name: s.PayloadStore}] = "the applier's payload store"
 	set[ObjectID{Kind: "ConfigMap", Namespace: s.Namespace, Name: s.Ledger}] = "the applier's delete ledger"
 	set[ObjectID{Kind: "ConfigMap", Namespace: s.Namespace, Name: s.OperandCleanup}] = "the applier's operand cleanup state"
-	set[ObjectID{Group: "config.openshift.io", Kind: "ClusterVersion", Name: "version"}] = "the ClusterVersion the applier reports on"
+	set[objectID(ClusterVersionKind, "", "version")] = "the ClusterVersion the applier reports on"
 	return set
 }
 

@@ -160,7 +160,7 @@ func checkAnnotationValues(r *Release, m *Manifest) []Finding {
 		switch {
 		case v != OperandCleanupSupported:
 			report(OperandCleanupAnnotation, `%s is %q; the one value is "Supported", which lets the cluster admin opt in to deleting the CRD's custom resources before its component is removed`, OperandCleanupAnnotation, v)
-		case !m.Delete() || m.GVK.Group != "apiextensions.k8s.io" || m.GVK.Kind != "CustomResourceDefinition":
+		case !m.Delete() || !m.IsCRD():
 			report(OperandCleanupAnnotation, "%s only has an effect on the delete manifest of a CustomResourceDefinition", OperandCleanupAnnotation)
 		}
 	}
@@ -182,7 +182,7 @@ func checkAnnotationValues(r *Release, m *Manifest) []Finding {
 		}
 	}
 	if v, ok := value(MajorVersionAnnotation); ok {
-		if !majorVersionKinds[[2]string{m.GVK.Group, m.GVK.Kind}] {
+		if !majorVersionKinds[m.GVK.GroupKind()] {
 			report(MajorVersionAnnotation, "%s is only allowed on config.openshift.io FeatureGate and CustomResourceDefinition manifests, so this %s is never included", MajorVersionAnnotation, m.GVK.Kind)
 		} else if _, _, err := parseMajorVersions(v); err != nil {
 			report(MajorVersionAnnotation, "%v; write a comma-separated list such as \"4,5\" or \"-3\"", err)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // checkProviders checks that every custom resource the release creates has
@@ -29,10 +31,10 @@ func checkProviders(idx *releaseIndex, previous *Release) []Finding {
 	}
 	var findings []Finding
 	for _, m := range idx.r.Manifests {
-		if m.Delete() || isCRD(m) {
+		if m.Delete() || m.IsCRD() {
 			continue
 		}
-		gk := groupKindOf(m)
+		gk := m.GVK.GroupKind()
 		crd, found := idx.crdByKind[gk]
 		if !found {
 			if isBuiltin(gk) {
@@ -71,7 +73,7 @@ func checkProviders(idx *releaseIndex, previous *Release) []Finding {
 
 // serves reports whether the release, or the cluster itself, serves the
 // kind at version.
-func (idx *releaseIndex) serves(gk GroupKind, version string) bool {
+func (idx *releaseIndex) serves(gk schema.GroupKind, version string) bool {
 	if isBuiltin(gk) {
 		return true
 	}
@@ -84,7 +86,7 @@ func (idx *releaseIndex) serves(gk GroupKind, version string) bool {
 }
 
 func noProviderMessage(idx *releaseIndex, m *Manifest) string {
-	gk := groupKindOf(m)
+	gk := m.GVK.GroupKind()
 	var kinds []string
 	for other := range idx.crdByKind {
 		if other.Group == gk.Group {
@@ -118,7 +120,7 @@ func listOrNone(items []string) string {
 // spec.version first; the API server refuses it otherwise, and the
 // version it means is ambiguous.
 func checkV1beta1Version(r *Release, m *Manifest) []Finding {
-	if !isCRD(m) || m.GVK.Version != "v1beta1" || m.Delete() {
+	if !m.IsCRD() || m.GVK.Version != "v1beta1" || m.Delete() {
 		return nil
 	}
 	spec := mapAt(m.Obj.Object, "spec")
@@ -135,4 +137,32 @@ func checkV1beta1Version(r *Release, m *Manifest) []Finding {
 	return []Finding{at(r, m, RuleCRDVersionMismatch, SeverityError,
 		"CustomResourceDefinition %s sets spec.version %q, but spec.versions starts with %q; the deprecated spec.version must name the first entry, so list %s first or drop spec.version",
 		m.Obj.GetName(), version, first, version)}
+}
+
+// checkCRDShadowsBuiltin (crd-shadows-builtin): a CRD whose group and
+// plural are a built-in resource is never served, since the API server
+// serves the built-in there. Whatever lists or deletes "its" custom
+// resources at that resource reaches the built-in objects: operand cleanup
+// would delete them, and plan counts them as what deleting the CRD takes
+// with it. So a delete manifest is judged as much as one that creates it.
+func checkCRDShadowsBuiltin(r *Release, m *Manifest) []Finding {
+	if !m.IsCRD() {
+		return nil
+	}
+	crd := crdInfoOf(m)
+	if crd.Group == "" || crd.Plural == "" {
+		return nil
+	}
+	kind, ok := BuiltinResource(crd.Group, crd.Plural)
+	if !ok {
+		return nil
+	}
+	builtin := schema.GroupKind{Group: crd.Group, Kind: kind}
+	fix := "give the CRD a group of its own"
+	if m.Delete() {
+		fix = "remove this delete manifest: the CRD never served objects of its own, and cleaning them up would delete built-in ones"
+	}
+	return []Finding{atKey(r, m, "plural", RuleCRDShadowsBuiltin, SeverityError,
+		"CustomResourceDefinition %s has group %q and plural %q, a resource the API server serves itself, as the built-in %s, and never from this CRD: whatever lists or deletes the CRD's custom resources reaches %s objects instead; %s",
+		crd.Name, crd.Group, crd.Plural, builtin, builtin, fix)}
 }

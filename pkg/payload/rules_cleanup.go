@@ -11,14 +11,14 @@ func checkOperandCleanup(idx *releaseIndex, _ *Release) []Finding {
 	removesWorkload := map[string]bool{}
 	for _, m := range idx.r.Manifests {
 		id := m.ID()
-		if m.Delete() && m.Component != "" && id.Group == "apps" && (id.Kind == "Deployment" || id.Kind == "DaemonSet") {
+		if gk := id.GroupKind(); m.Delete() && m.Component != "" && (gk == DeploymentKind || gk == DaemonSetKind) {
 			removesWorkload[m.Component] = true
 		}
 	}
 	var findings []Finding
 	for _, m := range idx.r.Manifests {
 		id := m.ID()
-		if !m.Delete() || !removesWorkload[m.Component] || id.Group != "apiextensions.k8s.io" || id.Kind != "CustomResourceDefinition" ||
+		if !m.Delete() || !removesWorkload[m.Component] || !m.IsCRD() ||
 			m.Obj.GetAnnotations()[OperandCleanupAnnotation] == OperandCleanupSupported {
 			continue
 		}

@@ -70,13 +70,13 @@ func checkCRDDeletes(idx *releaseIndex, _ *Release) []Finding {
 		if m.Delete() {
 			continue
 		}
-		crd, deleted := idx.deletedCRDServing(groupKindOf(m))
+		crd, deleted := idx.deletedCRDServing(m.GVK.GroupKind())
 		if !deleted {
 			continue
 		}
 		findings = append(findings, at(idx.r, m, RuleAPIStillUsed, SeverityError,
 			"%s uses %s, whose CustomResourceDefinition %s is deleted by %s; deleting a CRD deletes every object of its kind, so stop using the kind or keep the CRD",
-			m.ID(), groupKindOf(m), crd.Name, position(idx.r, crd.Manifest)))
+			m.ID(), m.GVK.GroupKind(), crd.Name, position(idx.r, crd.Manifest)))
 	}
 	return findings
 }
@@ -95,11 +95,11 @@ func checkDestructiveDeletes(idx *releaseIndex, _ *Release) []Finding {
 		if _, protected := ProtectedReason(defaultProtected, id); protected {
 			continue // protected-delete already rejects it
 		}
-		switch {
-		case id.Group == "" && id.Kind == "Namespace":
+		switch id.GroupKind() {
+		case NamespaceKind:
 			findings = append(findings, atKey(idx.r, m, DeleteAnnotation, RuleDestructiveDelete, SeverityWarning,
 				"deleting Namespace %s deletes every object in it, including ones no payload created; run plan against a cluster to see how many", id.Name))
-		case id.Group == "apiextensions.k8s.io" && id.Kind == "CustomResourceDefinition":
+		case CRDKind:
 			findings = append(findings, atKey(idx.r, m, DeleteAnnotation, RuleDestructiveDelete, SeverityWarning,
 				"deleting CustomResourceDefinition %s deletes every custom resource of its kind, including ones no payload created; run plan against a cluster to see how many", id.Name))
 		}

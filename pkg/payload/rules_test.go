@@ -294,6 +294,39 @@ func TestAPIRules(t *testing.T) {
 	runRuleCases(t, cases)
 }
 
+func TestCRDShadowsBuiltin(t *testing.T) {
+	deleted := `release.openshift.io/delete: "true"`
+	cases := map[string]ruleCase{
+		"a CRD at a built-in group and plural is an error at its plural": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("coordination.k8s.io", "Lease", "leases", "v1")},
+			want: []want{{RuleCRDShadowsBuiltin, SeverityError, "0000_10_a_00_crd.yaml", 12,
+				`CustomResourceDefinition leases.coordination.k8s.io has group "coordination.k8s.io" and plural "leases", a resource the API server serves itself, as the built-in Lease.coordination.k8s.io`}},
+		},
+		"another kind at a built-in resource is an error too": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("apps", "Widget", "deployments", "v1")},
+			want:  []want{{RuleCRDShadowsBuiltin, SeverityError, "0000_10_a_00_crd.yaml", 12, "reaches Deployment.apps objects instead; give the CRD a group of its own"}},
+		},
+		"a deleted CRD at a built-in resource is an error, read from its name": {
+			ignore: []Rule{RuleDestructiveDelete},
+			files:  map[string]string{"0000_10_a_00_crd.yaml": annotated("apiextensions.k8s.io/v1", "CustomResourceDefinition", "", "leases.coordination.k8s.io", deleted)},
+			want:   []want{{RuleCRDShadowsBuiltin, SeverityError, "0000_10_a_00_crd.yaml", 1, "remove this delete manifest"}},
+		},
+		"a CRD of its own group is fine": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Widget", "widgets", "v1")},
+		},
+		"a CRD of its own group with a built-in plural is fine": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("example.com", "Lease", "leases", "v1")},
+		},
+		"a CRD of a built-in group with a plural of its own is fine": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("coordination.k8s.io", "Widget", "widgets", "v1")},
+		},
+		"the ClusterVersion CRD is no built-in": {
+			files: map[string]string{"0000_10_a_00_crd.yaml": crdDoc("config.openshift.io", "ClusterVersion", "clusterversions", "v1")},
+		},
+	}
+	runRuleCases(t, cases)
+}
+
 func TestUpdateRules(t *testing.T) {
 	deleted := `release.openshift.io/delete: "true"`
 	cm := func(name string, extra ...string) string { return annotated("v1", "ConfigMap", "ns", name, extra...) }
@@ -393,7 +426,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 28 {
+	if len(AllRules) != 29 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }

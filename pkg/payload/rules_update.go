@@ -66,7 +66,7 @@ func checkOrphans(prev, next *releaseIndex) []Finding {
 		if _, gone := next.deletedNamespaces[id.Namespace]; gone && id.Namespace != "" {
 			continue
 		}
-		if _, gone := next.deletedCRDServing(groupKindOf(p)); gone {
+		if _, gone := next.deletedCRDServing(p.GVK.GroupKind()); gone {
 			continue
 		}
 		findings = append(findings, at(prev.r, p, RuleOrphan, SeverityWarning,

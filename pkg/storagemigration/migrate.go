@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-)
 
-var crdsGVR = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
 
 // Options tune a migration.
 type Options struct {
@@ -55,7 +55,7 @@ func Migrate(ctx context.Context, client dynamic.Interface, name string, opts Op
 		opts.PageSize = 500
 	}
 	res := Result{CRD: name}
-	u, err := client.Resource(crdsGVR).Get(ctx, name, metav1.GetOptions{})
+	u, err := client.Resource(payload.CRDGVR).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return res, fmt.Errorf("get CustomResourceDefinition %s: %w", name, err)
 	}
@@ -96,7 +96,7 @@ func Migrate(ctx context.Context, client dynamic.Interface, name string, opts Op
 	if err := unstructured.SetNestedStringSlice(u.Object, migrated, "status", "storedVersions"); err != nil {
 		return res, err
 	}
-	if _, err := client.Resource(crdsGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
+	if _, err := client.Resource(payload.CRDGVR).UpdateStatus(ctx, u, metav1.UpdateOptions{}); err != nil {
 		return res, fmt.Errorf("set status.storedVersions of %s (every object is migrated; run again): %w", name, err)
 	}
 	res.StoredAfter = migrated

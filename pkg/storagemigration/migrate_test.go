@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 var widgetsV1 = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -36,12 +38,12 @@ func cluster(n int) *dynamicfake.FakeDynamicClient {
 		objs = append(objs, w)
 	}
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		widgetsV1: "WidgetList", crdsGVR: "CustomResourceDefinitionList"}, objs...)
+		widgetsV1: "WidgetList", payload.CRDGVR: "CustomResourceDefinitionList"}, objs...)
 }
 
 func storedVersions(t *testing.T, c *dynamicfake.FakeDynamicClient) string {
 	t.Helper()
-	obj, err := c.Tracker().Get(crdsGVR, "", "widgets.example.com")
+	obj, err := c.Tracker().Get(payload.CRDGVR, "", "widgets.example.com")
 	if err != nil {
 		t.Fatal(err)
 	}

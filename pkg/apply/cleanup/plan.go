@@ -104,10 +104,6 @@ type Candidate struct {
 	Operators []payload.ObjectID
 }
 
-var crdKind = payload.ObjectID{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
-
-func isCRD(id payload.ObjectID) bool { return id.Group == crdKind.Group && id.Kind == crdKind.Kind }
-
 // Candidates lists, in payload order, the components rel removes with
 // CRDs whose delete manifests say "Supported", and judges the rules the
 // release alone decides: 2 (single owner), 4 (not shipped again) and 5
@@ -118,7 +114,7 @@ func Candidates(rel *payload.Release) []Candidate {
 	var order []string
 	for _, m := range rel.Manifests {
 		id := m.ID()
-		if !m.Delete() || !isCRD(id) || m.Component == "" ||
+		if !m.Delete() || !m.IsCRD() || m.Component == "" ||
 			m.Obj.GetAnnotations()[payload.OperandCleanupAnnotation] != payload.OperandCleanupSupported {
 			continue
 		}
@@ -138,9 +134,8 @@ func Candidates(rel *payload.Release) []Candidate {
 			continue
 		}
 		id := m.ID()
-		switch {
-		case id.Group == "apps" && (id.Kind == "Deployment" || id.Kind == "DaemonSet"),
-			id.Group == "config.openshift.io" && id.Kind == "ClusterOperator":
+		switch id.GroupKind() {
+		case payload.DeploymentKind, payload.DaemonSetKind, payload.ClusterOperatorKind:
 			c.Operators = append(c.Operators, id)
 		}
 	}
