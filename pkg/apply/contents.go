@@ -208,7 +208,7 @@ func (e *Engine) ownAPI(ctx context.Context, crd *unstructured.Unstructured) (ap
 		return api, "its spec names no group, plural, kind and served version", nil
 	}
 	gr := api.gvr.GroupResource()
-	if kind, ok := builtinResource(gr.Group, gr.Resource); ok {
+	if kind, ok := payload.BuiltinResource(gr.Group, gr.Resource); ok {
 		return api, fmt.Sprintf("%s is a built-in Kubernetes API (kind %s), which the apiserver serves instead of the CRD", gr, kind), nil
 	}
 	plural, _, _ := unstructured.NestedString(crd.Object, "status", "acceptedNames", "plural")

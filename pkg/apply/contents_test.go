@@ -19,6 +19,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 var widgetsGVR = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
@@ -42,7 +43,7 @@ func destructiveCluster(t *testing.T) (*Engine, *record.FakeRecorder, *int) {
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "Secret"}, meta.RESTScopeNamespace)
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, meta.RESTScopeRoot)
-	rm.Add(crdGVK, meta.RESTScopeRoot)
+	rm.Add(payload.CRDGVK, meta.RESTScopeRoot)
 	crd := liveCRD("widgets.example.com", "example.com", "widgets", "Widget", "Namespaced", "v1beta1", "v1")
 	objs := []runtime.Object{
 		unstructuredOf("v1", "Namespace", "", "ns"), crd,

@@ -213,7 +213,7 @@ func Tasks(rel *payload.Release) []*graph.Task {
 			RunLevel:  m.RunLevel,
 			Component: m.Component,
 			Name:      m.ID().String(),
-			Job:       m.GVK.Group == "batch" && m.GVK.Kind == "Job",
+			Job:       m.GVK.GroupKind() == payload.JobKind,
 			Delete:    m.Delete(),
 		}
 	}

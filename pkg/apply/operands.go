@@ -19,8 +19,6 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-var crdGVK = schema.GroupVersionKind{Group: "apiextensions.k8s.io", Version: "v1", Kind: "CustomResourceDefinition"}
-
 // cleanups is the engine's memory of operand cleanups, loaded once from
 // its store and saved at the end of a pass that changed it.
 type cleanups struct {
@@ -212,7 +210,7 @@ type cleanupCRD struct {
 
 // crdID is the identity of the CRD named name, as the ledger keys it.
 func crdID(name string) payload.ObjectID {
-	return payload.ObjectID{Group: crdGVK.Group, Kind: crdGVK.Kind, Name: name}
+	return payload.ObjectID{Group: payload.CRDKind.Group, Kind: payload.CRDKind.Kind, Name: name}
 }
 
 // judgeCleanup reads each candidate CRD and keeps those whose operands
@@ -224,7 +222,7 @@ func crdID(name string) payload.ObjectID {
 func (p *pass) judgeCleanup(ctx context.Context, cand cleanup.Candidate) ([]cleanupCRD, []cleanup.Note, error) {
 	var crds []cleanupCRD
 	var notes []cleanup.Note
-	rc, err := p.e.resolve(crdGVK, "", false)
+	rc, err := p.e.resolve(payload.CRDGVK, "", false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("CustomResourceDefinitions cannot be read: %w", err)
 	}
@@ -299,7 +297,7 @@ func (p *pass) operatorUnavailable(ctx context.Context, cand cleanup.Candidate) 
 	}
 	var operators, workloads []payload.ObjectID
 	for _, id := range cand.Operators {
-		if id.Kind == "ClusterOperator" {
+		if id.GroupKind() == payload.ClusterOperatorKind {
 			operators = append(operators, id)
 		} else {
 			workloads = append(workloads, id)
@@ -331,15 +329,15 @@ func (p *pass) operatorUnavailable(ctx context.Context, cand cleanup.Candidate) 
 // notAvailable says why a ClusterOperator, Deployment or DaemonSet is not
 // Available, or "".
 func notAvailable(obj *unstructured.Unstructured) string {
-	switch obj.GetKind() {
-	case "ClusterOperator":
+	switch obj.GroupVersionKind().GroupKind() {
+	case payload.ClusterOperatorKind:
 		if s, _, _ := condition(obj, "Available"); s != "True" {
 			return "is not Available"
 		}
 		if s, _, _ := condition(obj, "Degraded"); s == "True" {
 			return "is Degraded"
 		}
-	case "DaemonSet":
+	case payload.DaemonSetKind:
 		want, _, _ := unstructured.NestedInt64(obj.Object, "status", "desiredNumberScheduled")
 		have, _, _ := unstructured.NestedInt64(obj.Object, "status", "numberAvailable")
 		if have < want {

@@ -60,11 +60,11 @@ var (
 // object with finalizers only marks it terminating, as the apiserver does.
 func newOperandClusterOf(t *testing.T, available bool, objs ...runtime.Object) *operandCluster {
 	t.Helper()
-	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}, crdGVK.GroupVersion(), {Group: "example.com", Version: "v1"},
+	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}, {Group: "apps", Version: "v1"}, payload.CRDGVK.GroupVersion(), {Group: "example.com", Version: "v1"},
 		leasesGVR.GroupVersion(), projectsGVR.GroupVersion(), clusterOperatorGVR.GroupVersion()})
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	rm.Add(schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, meta.RESTScopeNamespace)
-	rm.Add(crdGVK, meta.RESTScopeRoot)
+	rm.Add(payload.CRDGVK, meta.RESTScopeRoot)
 	rm.Add(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, meta.RESTScopeNamespace)
 	rm.Add(schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"}, meta.RESTScopeNamespace)
 	rm.Add(schema.GroupVersionKind{Group: "project.openshift.io", Version: "v1", Kind: "Project"}, meta.RESTScopeRoot)

@@ -206,7 +206,7 @@ func liveCM(name, value string, finalizers ...string) *unstructured.Unstructured
 func planEngine(t *testing.T, ledger deletion.Store, objs ...runtime.Object) (*Engine, *int) {
 	t.Helper()
 	rm, dyn := fakeConfigMaps(objs...)
-	rm.Add(crdGVK, meta.RESTScopeRoot)
+	rm.Add(payload.CRDGVK, meta.RESTScopeRoot)
 	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetVerb() == "get" || a.GetVerb() == "list" {
 			return false, nil, nil

@@ -79,7 +79,7 @@ func (p *pass) admit(req deleteRequest) error {
 func (p *pass) admitOperand(id payload.ObjectID, crd cleanupCRD) error {
 	crdID := crdID(crd.Name)
 	rec, claimed := p.e.ledger.Get(crdID)
-	_, builtin := builtinResource(crd.api.gvr.Group, crd.api.gvr.Resource)
+	_, builtin := payload.BuiltinResource(crd.api.gvr.Group, crd.api.gvr.Resource)
 	switch {
 	case p.opts.OperandCleanup != cleanup.PolicyDelete:
 		return refusal(id, "the operand cleanup policy is not Delete")
