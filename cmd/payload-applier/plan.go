@@ -27,8 +27,6 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
-	"github.com/payload-applier/payload-applier/pkg/precondition"
-	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
 // planOptions are the flags of `payload-applier plan`.
@@ -67,7 +65,8 @@ With --kubeconfig or $KUBECONFIG, plan compares with the cluster, read-only:
 Against a cluster in update mode, plan also runs the operator's update
 preconditions and says whether the payload would be accepted as an update of
 the cluster's current release, and if not, why ("acceptance" in JSON; it is
-not checked offline, in other modes, or before a release has completed).
+not checked offline, in other modes, or when the payload is already the
+cluster's target; before a release has completed, an install's checks run).
 Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
 server-side apply with dryRun=All, which the apiserver does not persist.
 
@@ -198,74 +197,16 @@ func (o *planOptions) restConfig() (*rest.Config, error) {
 // planLive plans against the cluster of cfg, through an engine whose delete
 // ledger is only ever loaded, and says whether an update would be accepted.
 func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, error) {
-	plan, e, err := o.planWithEngine(ctx, cfg, rel, opts)
+	e, cc, err := liveClients(cfg, opts.Self)
 	if err != nil {
 		return nil, planAcceptance{}, err
 	}
-	acceptance, err := judgeUpdate(ctx, cfg, e, rel, opts.Mode)
-	if err != nil {
-		return nil, planAcceptance{}, withExitCode(exitFailed, fmt.Errorf("plan against %s failed:\n%w", cfg.Host, err))
-	}
-	return plan, acceptance, nil
+	return planAgainst(ctx, cfg.Host, cc, e, rel, opts)
 }
 
-// planAcceptance says whether the operator would accept the payload as an
-// update of the cluster: part of the JSON contract.
-type planAcceptance struct {
-	// Checked is false offline, outside update mode, and when the cluster
-	// has no completed release to update from.
-	Checked bool `json:"checked"`
-	// Accepted is true when the preconditions pass, or only warn.
-	Accepted bool `json:"accepted"`
-	// Message says why it was not checked, or what the checks found.
-	Message string `json:"message"`
-}
-
-// judgeUpdate runs the operator's acceptance checks on an update of the
-// cluster to rel, without requesting it.
-func judgeUpdate(ctx context.Context, cfg *rest.Config, e *apply.Engine, rel *payload.Release, mode graph.Mode) (planAcceptance, error) {
-	if mode != graph.ModeUpdate {
-		return planAcceptance{Message: fmt.Sprintf("not checked in %s mode", mode)}, nil
-	}
-	cc, err := configclient.NewForConfig(cfg)
-	if err != nil {
-		return planAcceptance{}, err
-	}
-	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
-	if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-		return planAcceptance{Message: "not checked: the cluster has no ClusterVersion, so applying the payload installs it"}, nil
-	}
-	if err != nil {
-		return planAcceptance{}, fmt.Errorf("read ClusterVersion version: %w", err)
-	}
-	current := precondition.LastCompletedVersion(cv.Status.History)
-	switch {
-	case current == "":
-		return planAcceptance{Message: "not checked: no release has completed yet, and an install runs no preconditions"}, nil
-	case cv.Status.Desired.Version == rel.Version:
-		return planAcceptance{Message: fmt.Sprintf("not checked: %s is already the cluster's target", rel.Version)}, nil
-	}
-	var deprecated map[string]string
-	if cv.Spec.Upstream != "" {
-		// Plan judges deprecation as the operator would; an unreachable
-		// graph leaves it unjudged, as it leaves the operator's last list.
-		if g, err := (updategraph.HTTPSource{URL: string(cv.Spec.Upstream)}).Graph(ctx, cv.Spec.Channel, current); err == nil {
-			deprecated = g.Deprecations()
-		}
-	}
-	blocking, summary := precondition.Summarize(operator.CheckUpdate(ctx, e, cv, rel.Version, rel, deprecated), false)
-	a := planAcceptance{Checked: true, Accepted: !blocking, Message: fmt.Sprintf("an update from %s to %s would be accepted", current, rel.Version)}
-	switch {
-	case blocking:
-		a.Message = fmt.Sprintf("an update from %s to %s would be refused (force would accept it): %v", current, rel.Version, summary)
-	case summary != nil:
-		a.Message = fmt.Sprintf("an update from %s to %s would be accepted with risks: %v", current, rel.Version, summary)
-	}
-	return a, nil
-}
-
-// planWithEngine makes the plan through an engine on cfg's cluster.
-func (o *planOptions) planWithEngine(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, *apply.Engine, error) {
+// liveClients checks that cfg's cluster answers, and returns the engine
+// and the config client plan reads it through.
+func liveClients(cfg *rest.Config, self apply.Self) (*apply.Engine, configclient.Interface, error) {
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, nil, withExitCode(exitUsage, err)
@@ -273,23 +214,102 @@ func (o *planOptions) planWithEngine(ctx context.Context, cfg *rest.Config, rel 
 	if _, err := disc.ServerVersion(); err != nil {
 		return nil, nil, withExitCode(exitUsage, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err))
 	}
-	// opts.Self names the ledger in --namespace; plan only ever loads it.
+	// self names the ledger in --namespace; plan only ever loads it.
 	e, err := apply.NewForConfig(cfg, apply.Config{
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)),
-		Self:   opts.Self,
+		Self:   self,
 	})
 	if err != nil {
 		return nil, nil, withExitCode(exitUsage, err)
 	}
+	cc, err := configclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, withExitCode(exitUsage, err)
+	}
+	return e, cc, nil
+}
+
+// planAgainst judges the update as the operator would, then plans through
+// e with the CRD checks the judge made, so that each custom resource is
+// listed once.
+func planAgainst(ctx context.Context, host string, cc configclient.Interface, e *apply.Engine, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, error) {
+	verdict, acceptance, err := judgeUpdate(ctx, cc, e, rel, opts.Mode)
+	if err != nil {
+		return nil, planAcceptance{}, planFailed(host, err)
+	}
+	opts.CRDChecks = verdict.CRDs
 	plan, err := e.Plan(ctx, rel, opts)
 	if err != nil {
-		code := exitFailed
-		if r := apply.ReasonFor(err); r == apply.ReasonClusterDown || r == apply.ReasonUnauthorized {
-			code = exitUsage
-		}
-		return nil, nil, withExitCode(code, fmt.Errorf("plan against %s failed:\n%w", cfg.Host, err))
+		return nil, planAcceptance{}, planFailed(host, err)
 	}
-	return plan, e, nil
+	return plan, acceptance, nil
+}
+
+// planFailed exits 2 when the cluster is down or refuses the credentials,
+// and 1 for any other failed read.
+func planFailed(host string, err error) error {
+	code := exitFailed
+	if r := apply.ReasonFor(err); r == apply.ReasonClusterDown || r == apply.ReasonUnauthorized {
+		code = exitUsage
+	}
+	return withExitCode(code, fmt.Errorf("plan against %s failed:\n%w", host, err))
+}
+
+// planAcceptance says whether the operator would accept the payload as an
+// update of the cluster: part of the JSON contract.
+type planAcceptance struct {
+	// Checked is false offline, outside update mode, and when the payload
+	// needs no acceptance (operator.Verdict.NotChecked says why).
+	Checked bool `json:"checked"`
+	// Accepted is true when the preconditions pass, or only warn.
+	Accepted bool `json:"accepted"`
+	// Message says why it was not checked, or what the checks found.
+	Message string `json:"message"`
+}
+
+// judgeUpdate reads the ClusterVersion and the update graph as the
+// operator does and asks operator.Judge whether it would accept rel,
+// without requesting it.
+func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine, rel *payload.Release, mode graph.Mode) (operator.Verdict, planAcceptance, error) {
+	if mode != graph.ModeUpdate {
+		return operator.Verdict{}, planAcceptance{Message: fmt.Sprintf("not checked in %s mode", mode)}, nil
+	}
+	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+		cv = nil
+	case err != nil:
+		return operator.Verdict{}, planAcceptance{}, fmt.Errorf("read ClusterVersion version: %w", err)
+	}
+	var deprecated map[string]string
+	if cv != nil {
+		// An unreachable graph leaves deprecation unjudged, as it leaves
+		// the operator's last list.
+		deprecated, _ = operator.Deprecations(ctx, cv, rel.Version)
+	}
+	v := operator.Judge(ctx, e, cv, rel.Version, rel, deprecated)
+	return v, acceptanceOf(v, rel.Version), nil
+}
+
+// acceptanceOf words the verdict on target for plan.
+func acceptanceOf(v operator.Verdict, target string) planAcceptance {
+	if !v.Checked {
+		return planAcceptance{Message: "not checked: " + v.NotChecked}
+	}
+	move := fmt.Sprintf("an update from %s to %s", v.Current, target)
+	if v.Install {
+		move = fmt.Sprintf("%s, as an install (no release has completed yet),", target)
+	}
+	a := planAcceptance{Checked: true, Accepted: !v.Blocking, Message: move + " would be accepted"}
+	switch {
+	case v.Blocking && v.Forceable:
+		a.Message = fmt.Sprintf("%s would be refused (force would accept it): %s", move, v.Message)
+	case v.Blocking:
+		a.Message = fmt.Sprintf("%s would be refused (force would not accept it either): %s", move, v.Message)
+	case v.Summary != nil:
+		a.Message = fmt.Sprintf("%s would be accepted with risks: %s", move, v.Message)
+	}
+	return a
 }
 
 // planDoc is the output of `plan -o json`, a contract other tools read: the

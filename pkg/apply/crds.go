@@ -24,15 +24,45 @@ const (
 )
 
 // CRDCompatibility judges, for acceptance, every CRD that rel would update
-// against the live CRD and the objects it serves. A CRD the cluster lacks
-// is created, not updated, and a terminating one is left to the apply,
-// which waits for it; neither is judged. A CRD that cannot be read is a
-// CompatibilityCheckError.
+// against the live CRD and the objects it serves: CheckCRDs' findings.
 func (e *Engine) CRDCompatibility(ctx context.Context, rel *payload.Release) []crdcompat.Finding {
+	return e.CheckCRDs(ctx, rel).Findings
+}
+
+// CRDChecks is what CheckCRDs found for the CRDs of one release.
+type CRDChecks struct {
+	// Findings holds every finding, in payload order.
+	Findings []crdcompat.Finding
+	// judged names the CRDs compared with their live object and objects.
+	judged map[string]bool
+}
+
+// Of returns the findings about the CRD named name, and whether it was
+// judged against its live object; nil checks judged nothing.
+func (c *CRDChecks) Of(name string) ([]crdcompat.Finding, bool) {
+	if c == nil || !c.judged[name] {
+		return nil, false
+	}
+	var out []crdcompat.Finding
+	for _, f := range c.Findings {
+		if f.CRD == name {
+			out = append(out, f)
+		}
+	}
+	return out, true
+}
+
+// CheckCRDs judges every CRD that rel would update against the live CRD
+// and the objects it serves. A CRD the cluster lacks is created, not
+// updated, and a terminating one is left to the apply, which waits for it;
+// neither is judged. A CRD that cannot be read is a CompatibilityCheckError,
+// and not judged.
+func (e *Engine) CheckCRDs(ctx context.Context, rel *payload.Release) *CRDChecks {
 	rc := e.clientFor(payload.CRDGVR, "")
 	// A payload ships a hundred CRDs or more, some of a few MB: read and
 	// judge them a few at a time, as plan reads, keeping payload order.
 	perManifest := make([][]crdcompat.Finding, len(rel.Manifests))
+	judged := make([]bool, len(rel.Manifests))
 	graph.Run(ctx, graph.Unordered(Tasks(rel)), graph.RunOptions{Parallelism: planParallelism}, func(ctx context.Context, t *graph.Task) error {
 		m := rel.Manifests[t.Index]
 		if !m.IsCRD() || m.Delete() || m.CreateOnly() {
@@ -45,10 +75,17 @@ func (e *Engine) CRDCompatibility(ctx context.Context, rel *payload.Release) []c
 				Message: fmt.Sprintf("CustomResourceDefinition %s: could not read it: %v", m.Obj.GetName(), err)}}
 		case live != nil && live.GetDeletionTimestamp() == nil:
 			perManifest[t.Index] = e.crdFindings(ctx, m, live)
+			judged[t.Index] = true
 		}
 		return nil
 	})
-	return slices.Concat(perManifest...)
+	c := &CRDChecks{Findings: slices.Concat(perManifest...), judged: map[string]bool{}}
+	for i, ok := range judged {
+		if ok {
+			c.judged[rel.Manifests[i].Obj.GetName()] = true
+		}
+	}
+	return c
 }
 
 // crdFindings compares the manifest of a CRD with its live object. A
@@ -98,9 +135,13 @@ func (p *pass) guardCRDUpdate(ctx context.Context, m *payload.Manifest, live *un
 	return nil
 }
 
-// crdPlanNote says, for plan, whether a CRD update would pass the checks.
-func (p *pass) crdPlanNote(ctx context.Context, m *payload.Manifest, live *unstructured.Unstructured) string {
-	findings := p.e.crdFindings(ctx, m, live)
+// crdPlanNote says, for plan, whether a CRD update would pass the checks:
+// those of known when it judged the CRD, so its objects are listed once.
+func (p *pass) crdPlanNote(ctx context.Context, m *payload.Manifest, live *unstructured.Unstructured, known *CRDChecks) string {
+	findings, ok := known.Of(m.Obj.GetName())
+	if !ok {
+		findings = p.e.crdFindings(ctx, m, live)
+	}
 	switch blocking := crdcompat.Blocking(findings); {
 	case len(findings) == 0:
 		return "compatible with the live CRD and its objects"

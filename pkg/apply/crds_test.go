@@ -3,10 +3,13 @@ package apply
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -57,5 +60,58 @@ func TestABlockedCRDUpdateFailsItsTaskAndWritesNothing(t *testing.T) {
 		if a.GetVerb() != "get" && a.GetVerb() != "list" {
 			t.Errorf("a blocked CRD update wrote: %s %s", a.GetVerb(), a.GetResource().Resource)
 		}
+	}
+}
+
+// requiredSpecCRD is widgets.example.com serving v1 with a schema that
+// requires spec, which none of newOperandCluster's Widgets has.
+func requiredSpecCRD() planDoc {
+	return planDoc{"0000_50_widgets_00_crd.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n" +
+		"spec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n" +
+		"  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object, required: [spec], properties: {spec: {type: object}}}}}\n"}
+}
+
+func TestPlanNotesCRDsFromTheAcceptanceChecks(t *testing.T) {
+	c := newOperandCluster(t, true)
+	lists := 0
+	c.dyn.PrependReactor("list", "widgets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		lists++
+		return false, nil, nil
+	})
+	c.dyn.PrependReactor("patch", "*", answerApplyPatches)
+	rel := planRelease(t, requiredSpecCRD(), planDoc{"0000_50_gadgets_00_crd.yaml", widgetsCRD("gadgets.example.com", "v1").yaml})
+	ctx := context.Background()
+
+	checks := c.engine.CheckCRDs(ctx, rel)
+	if lists != 1 {
+		t.Fatalf("CheckCRDs listed the Widgets %d times, want once", lists)
+	}
+	if f, ok := checks.Of("widgets.example.com"); !ok || len(f) != 1 || f[0].Rule != crdcompat.ExistingObjectsInvalid || f[0].Count != 3 {
+		t.Fatalf("widgets: judged %v, findings %+v; want the three Widgets without spec", ok, f)
+	}
+	if f, ok := checks.Of("gadgets.example.com"); ok || f != nil {
+		t.Errorf("gadgets, which the cluster lacks, was judged: %+v", f)
+	}
+	if _, ok := (*CRDChecks)(nil).Of("widgets.example.com"); ok {
+		t.Error("nil checks judged a CRD")
+	}
+
+	p, err := c.engine.Plan(ctx, rel, PlanOptions{CRDChecks: checks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lists != 1 {
+		t.Errorf("a plan given the checks listed the Widgets again: %d lists in all", lists)
+	}
+	alone, err := c.engine.Plan(ctx, rel, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lists != 2 {
+		t.Errorf("a plan without checks must judge the CRD itself: %d lists in all, want 2", lists)
+	}
+	got, want := p.Actions[0], alone.Actions[0]
+	if got.Action != PlanUpdate || got.Reason != want.Reason || !strings.Contains(got.Reason, "blocked ("+string(ReasonCRDUpdateBlocked)+")") {
+		t.Errorf("note from the checks: %s %q\nnote judged by the plan: %s %q", got.Action, got.Reason, want.Action, want.Reason)
 	}
 }

@@ -63,6 +63,10 @@ type PlanOptions struct {
 	Self Self
 	// Parallelism bounds concurrent reads of Engine.Plan. Default 8.
 	Parallelism int
+	// CRDChecks, when set, are CheckCRDs' findings for the same release,
+	// from an acceptance check: a CRD update they judged is noted from
+	// them rather than judged again, which would list its objects again.
+	CRDChecks *CRDChecks
 }
 
 func (o *PlanOptions) setDefaults() {
@@ -176,11 +180,13 @@ func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOption
 	// failed read must not hold back the others.
 	res := graph.Run(ctx, graph.Unordered(Tasks(rel)), graph.RunOptions{Parallelism: opts.Parallelism}, func(ctx context.Context, t *graph.Task) error {
 		m := rel.Manifests[t.Index]
-		planFn := ps.planApply
+		var a PlannedAction
+		var err error
 		if t.Delete {
-			planFn = ps.planDelete
+			a, err = ps.planDelete(ctx, m)
+		} else {
+			a, err = ps.planApply(ctx, m, opts.CRDChecks)
 		}
-		a, err := planFn(ctx, m)
 		if err != nil {
 			return taskError(m, "plan", err)
 		}
@@ -196,8 +202,9 @@ func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOption
 }
 
 // planApply decides between create, update and unchanged with one read,
-// and dry-runs only what the engine's no-op test finds drifted.
-func (p *pass) planApply(ctx context.Context, m *payload.Manifest) (PlannedAction, error) {
+// and dry-runs only what the engine's no-op test finds drifted; crds are
+// the CRD checks already made, if any.
+func (p *pass) planApply(ctx context.Context, m *payload.Manifest, crds *CRDChecks) (PlannedAction, error) {
 	a := PlannedAction{Manifest: m}
 	rc, err := p.resourceFor(m)
 	if meta.IsNoMatchError(err) {
@@ -229,7 +236,7 @@ func (p *pass) planApply(ctx context.Context, m *payload.Manifest) (PlannedActio
 	}
 	a.Action, a.Reason, err = planUpdate(ctx, rc, want, live)
 	if err == nil && a.Action == PlanUpdate && m.IsCRD() {
-		a.Reason += "; " + p.crdPlanNote(ctx, m, live)
+		a.Reason += "; " + p.crdPlanNote(ctx, m, live, crds)
 	}
 	return a, err
 }

@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -37,6 +36,8 @@ type Outcome struct {
 	LoadErr error
 	// Refused is set when a blocking precondition refused Target.
 	Refused error
+	// Verdict is Judge's on Target, nil when Target could not be loaded.
+	Verdict *Verdict
 	// CurrentErr is set when Target was not applied and the release the
 	// cluster already runs could not be loaded to reconcile it instead.
 	CurrentErr error
@@ -91,7 +92,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		return nil, err
 	}
 	o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
-	deprecated := o.refreshUpdates(ctx, cv, cmp.Or(status.Desired.Version, out.Target), now)
+	deprecated := o.refreshUpdates(ctx, cv, out.Target, now)
 
 	rel := o.acceptTarget(ctx, cv, out, deprecated, now)
 	if rel == nil && status.Desired.Version != "" {
@@ -175,25 +176,23 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	accepted := configv1.ClusterOperatorStatusCondition{
 		Type: ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: ReasonPayloadLoaded,
 		Message: fmt.Sprintf("Payload loaded version=%q", rel.Version)}
-	if status.Desired.Version == out.Target && len(status.History) > 0 {
-		// Also clears a refusal of a target that was withdrawn since.
+	verdict := Judge(ctx, o.engine, cv, out.Target, rel, deprecated)
+	out.Verdict = &verdict
+	if !verdict.Checked {
+		// Already the target: also clears a refusal of a target that was
+		// withdrawn since.
 		status.Conditions = setCondition(status.Conditions, accepted, now)
 		return rel
 	}
-	{
-		force := cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
-		errs := CheckUpdate(ctx, o.engine, cv, out.Target, rel, deprecated)
-		blocking, summary := precondition.Summarize(errs, force)
-		if blocking {
-			out.Refused = summary
-			o.rejectTarget(cv, ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, summary),
-				"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, summary), now)
-			return nil
-		}
-		if summary != nil {
-			out.AcceptedRisks = summary.Error()
-			o.recorder.Event(o.cvRef, corev1.EventTypeWarning, "PreconditionWarn", fmt.Sprintf("Update to %s accepted with risks: %v", out.Target, summary))
-		}
+	if verdict.Blocking {
+		out.Refused = verdict.Summary
+		o.rejectTarget(cv, ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, verdict.Summary),
+			"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, verdict.Summary), now)
+		return nil
+	}
+	if verdict.Summary != nil {
+		out.AcceptedRisks = verdict.Message
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, "PreconditionWarn", fmt.Sprintf("Update to %s accepted with risks: %v", out.Target, verdict.Summary))
 	}
 	status.Desired = configv1.Release{Version: rel.Version, Image: imageFor(rel), URL: configv1.URL(rel.URL), Channels: rel.Channels}
 	status.History = startHistory(status.History, status.Desired, now, out.AcceptedRisks)

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -31,27 +32,68 @@ type graphCache struct {
 	lastGood  *updategraph.Graph
 }
 
-// graphSource is the graph the operator reads: the configured one, or the
-// ClusterVersion's spec.upstream; nil when there is neither.
-func (o *Operator) graphSource(cv *configv1.ClusterVersion) updategraph.Source {
-	if o.cfg.UpdateGraph != nil {
-		return o.cfg.UpdateGraph
+// graphQuery is what the operator asks the update graph about a cluster.
+type graphQuery struct {
+	// source is the configured graph, or the ClusterVersion's
+	// spec.upstream; nil when there is neither.
+	source  updategraph.Source
+	channel string
+	// version is the release the cluster runs, or the one an install is
+	// about to run.
+	version string
+}
+
+// queryFor is the query for cv, whose spec asks for target, with the
+// configured graph, if any.
+func queryFor(configured updategraph.Source, cv *configv1.ClusterVersion, target string) graphQuery {
+	q := graphQuery{source: configured, channel: cv.Spec.Channel, version: cmp.Or(cv.Status.Desired.Version, target)}
+	if q.source == nil && cv.Spec.Upstream != "" {
+		q.source = updategraph.HTTPSource{URL: string(cv.Spec.Upstream)}
 	}
-	if cv.Spec.Upstream != "" {
-		return updategraph.HTTPSource{URL: string(cv.Spec.Upstream)}
+	return q
+}
+
+func (q graphQuery) String() string {
+	return fmt.Sprintf("%s?channel=%s&version=%s", q.source, q.channel, q.version)
+}
+
+// readable tells whether there is a graph to read: a server answers only
+// for a channel; a file still tells which releases are deprecated.
+func (q graphQuery) readable() bool {
+	_, server := q.source.(updategraph.HTTPSource)
+	return q.source != nil && (q.channel != "" || !server)
+}
+
+// read fetches the graph of a readable query.
+func (q graphQuery) read(ctx context.Context) (*updategraph.Graph, error) {
+	return q.source.Graph(ctx, q.channel, q.version)
+}
+
+// Deprecations reads the update graph of cv's spec.upstream as the
+// operator reads it before it judges target, uncached, and returns the
+// releases it deprecates: nil when cv names no graph, or when the graph
+// cannot be read, which the error then says.
+func Deprecations(ctx context.Context, cv *configv1.ClusterVersion, target string) (map[string]string, error) {
+	q := queryFor(nil, cv, target)
+	if !q.readable() {
+		return nil, nil
 	}
-	return nil
+	g, err := q.read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return g.Deprecations(), nil
 }
 
 // refreshUpdates reads the update graph, when one is configured, and sets
 // status.availableUpdates, RetrievedUpdates and ReleaseDeprecated. It
-// returns the deprecated releases for acceptance. version is the release
-// the cluster runs, or the one an install is about to run. A graph that
-// cannot be fetched leaves availableUpdates as they were and deprecations
-// as last known.
-func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, version string, now metav1.Time) map[string]string {
+// returns the deprecated releases for acceptance of target, the version
+// the spec asks for. A graph that cannot be fetched leaves
+// availableUpdates as they were and deprecations as last known.
+func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time) map[string]string {
 	status := &cv.Status
-	source := o.graphSource(cv)
+	query := queryFor(o.cfg.UpdateGraph, cv, target)
+	source, version := query.source, query.version
 	if source == nil {
 		status.AvailableUpdates = nil
 		status.Conditions = removeCondition(status.Conditions, configv1.RetrievedUpdates)
@@ -59,9 +101,9 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		o.metrics.observeDeprecation(version, false)
 		return nil
 	}
-	channel := cv.Spec.Channel
+	channel := query.channel
 	retrieved := configv1.ClusterOperatorStatusCondition{Type: configv1.RetrievedUpdates, Status: configv1.ConditionFalse}
-	g, err := o.fetchGraph(ctx, source, channel, version)
+	g, err := o.fetchGraph(ctx, query)
 	switch {
 	case channel == "":
 		retrieved.Reason, retrieved.Message = updategraph.ReasonNoChannel, "The update channel has not been configured: set spec.channel."
@@ -104,10 +146,10 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	return deprecations
 }
 
-// fetchGraph returns the graph of source, fetched again once the cache is
+// fetchGraph returns the graph of query, fetched again once the cache is
 // older than the refresh interval or the query changed.
-func (o *Operator) fetchGraph(ctx context.Context, source updategraph.Source, channel, version string) (*updategraph.Graph, error) {
-	key := fmt.Sprintf("%s?channel=%s&version=%s", source, channel, version)
+func (o *Operator) fetchGraph(ctx context.Context, query graphQuery) (*updategraph.Graph, error) {
+	key := query.String()
 	c := &o.graphs
 	refresh := o.cfg.UpdateGraphRefresh
 	if refresh == 0 {
@@ -116,17 +158,13 @@ func (o *Operator) fetchGraph(ctx context.Context, source updategraph.Source, ch
 	if c.key == key && o.clock.Since(c.fetchedAt) < refresh {
 		return c.graph, c.err
 	}
-	if channel == "" {
-		// A server answers only for a channel; a file still tells which
-		// releases are deprecated.
-		if _, ok := source.(updategraph.HTTPSource); ok {
-			return nil, nil
-		}
+	if !query.readable() {
+		return nil, nil
 	}
-	g, err := source.Graph(ctx, channel, version)
+	g, err := query.read(ctx)
 	c.key, c.fetchedAt, c.graph, c.err = key, o.clock.Now(), g, err
 	if err != nil {
-		klog.FromContext(ctx).Info("Reading the update graph failed", "source", source.String(), "err", err)
+		klog.FromContext(ctx).Info("Reading the update graph failed", "source", query.source.String(), "err", err)
 	} else {
 		c.lastGood = g
 	}
