@@ -31,7 +31,7 @@ const AdminUser = "admin"
 // processes given ApplierKubeconfig and engines and operators built on
 // ApplierRESTConfig. It is in system:masters like AdminUser, and apart from
 // it so that the audit log tells the applier's requests from the test's and
-// from kube-controller-manager's.
+// from kube-controller-manager's. AuditFilter matches it by default.
 const ApplierUser = "payload-applier"
 
 // controllerManagerUser is the identity of kube-controller-manager, in
@@ -86,7 +86,7 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
-	seen := map[string]bool{AdminUser: true, ApplierUser: true, controllerManagerUser: true}
+	seen := map[string]bool{AdminUser: true, ApplierUser: true, controllerManagerUser: true, AnyUser: true}
 	for _, u := range o.Users {
 		if u.Name == "" || strings.ContainsAny(u.Name, ",\"\n") {
 			return fmt.Errorf("invalid user name %q", u.Name)
