@@ -171,11 +171,13 @@ func writersSince(t *testing.T, mark cluster.AuditMark, users []string, skip ...
 		t.Fatal(err)
 	}
 	out := map[string][]string{}
-	for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{WritesOnly: true}) {
-		if !containsString(users, ev.User.Username) || (ev.ObjectRef != nil && containsString(skip, ev.ObjectRef.Resource)) {
-			continue
+	for _, user := range users {
+		for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{User: user, WritesOnly: true}) {
+			if ev.ObjectRef != nil && containsString(skip, ev.ObjectRef.Resource) {
+				continue
+			}
+			out[user] = append(out[user], ev.String())
 		}
-		out[ev.User.Username] = append(out[ev.User.Username], ev.String())
 	}
 	return out
 }

@@ -100,12 +100,21 @@ func (e AuditEvent) String() string {
 	return fmt.Sprintf("%s %s by %s (%s)", e.Verb, target, e.User.Username, e.Stage)
 }
 
-// AuditFilter selects audit events. Empty fields match anything.
+// AnyUser, as AuditFilter.User, matches every user.
+const AnyUser = "*"
+
+// AuditFilter selects audit events. Empty fields match anything, except
+// Stage and User, which have defaults.
 type AuditFilter struct {
 	// Stage defaults to AuditStageRequestReceived: one event per request,
 	// always on disk once the client has its response.
-	Stage       string
-	Verb        string
+	Stage string
+	Verb  string
+	// User defaults to ApplierUser: an assertion is about the applier's own
+	// requests, and kube-controller-manager makes requests of its own (the
+	// namespace controller empties a deleted namespace, the garbage
+	// collector deletes dependents), as does the test's setup. AnyUser
+	// matches everyone.
 	User        string
 	APIGroup    string
 	Resource    string
@@ -125,7 +134,14 @@ func (f AuditFilter) Match(e AuditEvent) bool {
 	if stage == "" {
 		stage = AuditStageRequestReceived
 	}
-	if e.Stage != stage || !matches(f.Verb, e.Verb) || !matches(f.User, e.User.Username) {
+	user := f.User
+	switch user {
+	case "":
+		user = ApplierUser
+	case AnyUser:
+		user = ""
+	}
+	if e.Stage != stage || !matches(f.Verb, e.Verb) || !matches(user, e.User.Username) {
 		return false
 	}
 	if f.WritesOnly && !e.IsWrite() {
@@ -172,18 +188,26 @@ func (c *Cluster) AuditEvents() ([]AuditEvent, error) {
 	return ReadAuditLog(c.auditLog, AuditMark{})
 }
 
-// AuditEventsSince returns the complete events written after m.
+// AuditEventsSince returns the complete events written after m, by every
+// user; assertions usually want AuditSince, which filters.
 func (c *Cluster) AuditEventsSince(m AuditMark) ([]AuditEvent, error) {
 	return ReadAuditLog(c.auditLog, m)
 }
 
-// CountAudit counts the events after m that match f.
-func (c *Cluster) CountAudit(m AuditMark, f AuditFilter) (int, error) {
+// AuditSince returns the events after m that match f, in log order: by
+// default the applier's requests (see AuditFilter.User).
+func (c *Cluster) AuditSince(m AuditMark, f AuditFilter) ([]AuditEvent, error) {
 	events, err := c.AuditEventsSince(m)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return len(FilterAudit(events, f)), nil
+	return FilterAudit(events, f), nil
+}
+
+// CountAudit counts the events after m that match f.
+func (c *Cluster) CountAudit(m AuditMark, f AuditFilter) (int, error) {
+	events, err := c.AuditSince(m, f)
+	return len(events), err
 }
 
 // WaitForAudit polls the log until at least want events after m match f,

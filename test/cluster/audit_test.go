@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 func TestAuditCountsOneCreateByAdmin(t *testing.T) {
@@ -96,6 +98,54 @@ func TestTokenUserWithoutBindingsIsForbidden(t *testing.T) {
 	}
 	if _, err := testCluster.UserRESTConfig("nobody"); err == nil {
 		t.Fatal("UserRESTConfig accepted a user that was never configured")
+	}
+}
+
+// TestAuditFiltersByTheApplierUnlessToldOtherwise: the applier's
+// kubeconfig and REST config act as ApplierUser, apart from the admin, and
+// a filter without a user selects only the applier's requests.
+func TestAuditFiltersByTheApplierUnlessToldOtherwise(t *testing.T) {
+	ctx := t.Context()
+	ns := testCluster.CreateNamespace(t)
+	fromFile, err := clientcmd.BuildConfigFromFlags("", testCluster.ApplierKubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mark, err := testCluster.AuditMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []*rest.Config{testCluster.RESTConfig(), testCluster.ApplierRESTConfig(), fromFile} {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lists := AuditFilter{Verb: "list", Resource: "configmaps", Namespace: ns}
+	count := func(user string) int {
+		t.Helper()
+		f := lists
+		f.User = user
+		n, err := testCluster.CountAudit(mark, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := count(""); got != 2 {
+		t.Errorf("LISTs matched by a filter without a user = %d, want the applier's 2", got)
+	}
+	if got, want := count(ApplierUser), count(""); got != want {
+		t.Errorf("LISTs by %s = %d, want %d: the default is the applier", ApplierUser, got, want)
+	}
+	if got := count(AdminUser); got != 1 {
+		t.Errorf("LISTs by %s = %d, want 1", AdminUser, got)
+	}
+	if got := count(AnyUser); got != 3 {
+		t.Errorf("LISTs by any user = %d, want 3", got)
 	}
 }
 

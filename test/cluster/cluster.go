@@ -23,8 +23,16 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// AdminUser is the user name behind RESTConfig; it is in system:masters.
+// AdminUser is the user name behind RESTConfig and Kubeconfig, the
+// identity of a test's own setup and checks; it is in system:masters.
 const AdminUser = "admin"
+
+// ApplierUser is the identity of the code under test: payload-applier
+// processes given ApplierKubeconfig and engines and operators built on
+// ApplierRESTConfig. It is in system:masters like AdminUser, and apart from
+// it so that the audit log tells the applier's requests from the test's and
+// from kube-controller-manager's. AuditFilter matches it by default.
+const ApplierUser = "payload-applier"
 
 // controllerManagerUser is the identity of kube-controller-manager, in
 // system:masters. All its controllers share it (no per-controller service
@@ -78,7 +86,7 @@ func (o Options) withDefaults() Options {
 }
 
 func (o Options) validate() error {
-	seen := map[string]bool{AdminUser: true, controllerManagerUser: true}
+	seen := map[string]bool{AdminUser: true, ApplierUser: true, controllerManagerUser: true, AnyUser: true}
 	for _, u := range o.Users {
 		if u.Name == "" || strings.ContainsAny(u.Name, ",\"\n") {
 			return fmt.Errorf("invalid user name %q", u.Name)
@@ -113,11 +121,13 @@ type Cluster struct {
 	pki        *pki
 	tokens     map[string]string // user name to bearer token
 	kubeconfig string
-	auditLog   string
-	host       string
-	etcdURL    string
-	kcmURL     string
-	versions   Versions
+	// applierKubeconfig is kubeconfig's counterpart for ApplierUser.
+	applierKubeconfig string
+	auditLog          string
+	host              string
+	etcdURL           string
+	kcmURL            string
+	versions          Versions
 
 	// procsMu guards procs, which RestartAPIServer changes while tests run.
 	procsMu sync.Mutex
@@ -151,11 +161,12 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		return nil, fmt.Errorf("create cluster data directory: %w", err)
 	}
 	c := &Cluster{
-		opts:       opts,
-		binDir:     binDir,
-		dataDir:    dataDir,
-		kubeconfig: filepath.Join(dataDir, "admin.kubeconfig"),
-		auditLog:   filepath.Join(dataDir, "audit.log"),
+		opts:              opts,
+		binDir:            binDir,
+		dataDir:           dataDir,
+		kubeconfig:        filepath.Join(dataDir, "admin.kubeconfig"),
+		applierKubeconfig: filepath.Join(dataDir, "applier.kubeconfig"),
+		auditLog:          filepath.Join(dataDir, "audit.log"),
 	}
 	if err := c.start(ctx); err != nil {
 		// Keep the logs that the error points at.
@@ -456,6 +467,10 @@ func (c *Cluster) EtcdURL() string { return c.etcdURL }
 // Kubeconfig is the path of a kubeconfig file for the admin user.
 func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
 
+// ApplierKubeconfig is the path of a kubeconfig file for ApplierUser, for
+// payload-applier processes under test.
+func (c *Cluster) ApplierKubeconfig() string { return c.applierKubeconfig }
+
 // DataDir is the cluster's temporary directory.
 func (c *Cluster) DataDir() string { return c.dataDir }
 
@@ -476,8 +491,15 @@ func (c *Cluster) RESTConfig() *rest.Config {
 	return cfg
 }
 
+// ApplierRESTConfig is RESTConfig for ApplierUser, for engines and
+// operators under test.
+func (c *Cluster) ApplierRESTConfig() *rest.Config {
+	cfg, _ := c.UserRESTConfig(ApplierUser)
+	return cfg
+}
+
 // UserRESTConfig returns a new config that authenticates as the named user,
-// which must be AdminUser or one of Options.Users.
+// which must be AdminUser, ApplierUser or one of Options.Users.
 func (c *Cluster) UserRESTConfig(name string) (*rest.Config, error) {
 	token, ok := c.tokens[name]
 	if !ok {
@@ -499,11 +521,12 @@ func (c *Cluster) kcmKubeconfigPath() string {
 	return filepath.Join(c.dataDir, "kube-controller-manager.kubeconfig")
 }
 
-// writeTokens creates the static token file: admin, the controller manager
-// and every Options.Users entry.
+// writeTokens creates the static token file: admin, the applier, the
+// controller manager and every Options.Users entry.
 func (c *Cluster) writeTokens() error {
 	users := append([]User{
 		{Name: AdminUser, Groups: []string{"system:masters"}},
+		{Name: ApplierUser, Groups: []string{"system:masters"}},
 		{Name: controllerManagerUser, Groups: []string{"system:masters"}},
 	}, c.opts.Users...)
 	c.tokens = make(map[string]string, len(users))
@@ -521,7 +544,7 @@ func (c *Cluster) writeTokens() error {
 }
 
 func (c *Cluster) writeKubeconfigs() error {
-	for path, user := range map[string]string{c.kubeconfig: AdminUser, c.kcmKubeconfigPath(): controllerManagerUser} {
+	for path, user := range map[string]string{c.kubeconfig: AdminUser, c.applierKubeconfig: ApplierUser, c.kcmKubeconfigPath(): controllerManagerUser} {
 		cfg := clientcmdapi.NewConfig()
 		cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: c.host, CertificateAuthorityData: c.pki.caData}
 		cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: c.tokens[user]}

@@ -12,9 +12,12 @@
 //	}
 //
 // and then testCluster.RESTConfig(), testCluster.CreateNamespace(t) and the
-// audit helpers (AuditMark, AuditEventsSince, FilterAudit, CountAudit,
-// WaitForAudit) in its tests. docs/testing.md describes the flags, the
-// cache, the fixture CRDs and how to count requests.
+// audit helpers (AuditMark, AuditSince, FilterAudit, CountAudit,
+// WaitForAudit) in its tests. The code under test acts as ApplierUser
+// (ApplierRESTConfig, ApplierKubeconfig), apart from the tests' AdminUser,
+// and an AuditFilter matches only ApplierUser's requests unless it names
+// another user or AnyUser. docs/testing.md describes the flags, the cache,
+// the fixture CRDs and how to count requests.
 //
 // Process lifetime caveats. Start runs each component in its own process
 // group and Stop signals exactly those groups. If the test binary is killed

@@ -48,7 +48,7 @@ func TestRestartAPIServerKeepsStateClientsAndTheAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the audit log is unreadable across the restart: %v", err)
 	}
-	if got := FilterAudit(events, AuditFilter{Verb: "get", Resource: "configmaps", Namespace: ns, Name: "owner"}); len(got) == 0 {
+	if got := FilterAudit(events, AuditFilter{Verb: "get", User: AdminUser, Resource: "configmaps", Namespace: ns, Name: "owner"}); len(got) == 0 {
 		t.Fatal("the restarted apiserver did not append to the audit log after the mark")
 	}
 	log, err := os.ReadFile(filepath.Join(testCluster.LogDir(), apiServerBin+".log"))

@@ -37,7 +37,7 @@ func (w widgetComponent) removalFiles() map[string]string {
 // noOperandDeletes fails the test when the applier deleted a Widget since mark.
 func noOperandDeletes(t *testing.T, mark cluster.AuditMark) {
 	t.Helper()
-	for _, d := range adminWrites(t, mark) {
+	for _, d := range applierWrites(t, mark) {
 		if d.Verb == "delete" && d.ObjectRef != nil && d.ObjectRef.Resource == "widgets" {
 			t.Errorf("an operand was deleted: %s", d)
 		}
@@ -70,7 +70,7 @@ func TestOperandCleanupSkipRules(t *testing.T) {
 			c := newClients(t)
 			ns := testCluster.CreateNamespace(t)
 			w := newWidgetComponent(t, ns)
-			e := newEngine(t, c, ns)
+			e := newEngine(t, ns)
 			requireComplete(t, sync(t, e, load(t, writePayload(t, "1.0.0", map[string]string{
 				"0000_50_widgets_00_crd.yaml": w.crdManifest(), "0000_50_widgets_10_operator.yaml": w.operatorManifest()})), graph.ModeInstall))
 			t.Cleanup(func() { w.releaseAll(t, c) })
@@ -166,7 +166,7 @@ func TestARestartMidCleanupCarriesItOn(t *testing.T) {
 
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "start", "--payloads", store, "--listen", "", "--leader-elect=false", "--resync-interval", "1s",
-			"--kubeconfig", testCluster.Kubeconfig())
+			"--kubeconfig", testCluster.ApplierKubeconfig())
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -194,12 +194,8 @@ func TestOperandCleanupDeletesOperandsBeforeTheirOperator(t *testing.T) {
 	mark := auditMark(t)
 	applyUntil(t, bin, v101, func() bool { return c.get(t, crdGVKOf(), "", w.crd) == nil })
 
-	events, err := testCluster.AuditEventsSince(mark)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// ResponseComplete carries the request's body, with its preconditions.
-	deletes := cluster.FilterAudit(events, cluster.AuditFilter{Stage: cluster.AuditStageResponseComplete, Verb: "delete", User: cluster.AdminUser})
+	deletes := applierAudit(t, mark, cluster.AuditFilter{Stage: cluster.AuditStageResponseComplete, Verb: "delete"})
 	operatorAt, widgets := -1, 0
 	for i, d := range deletes {
 		switch {
@@ -244,7 +240,7 @@ func TestWithoutOptInTheCRDWedgesAndOnlyMarkedObjectsGo(t *testing.T) {
 	if crd := c.get(t, crdGVKOf(), "", w.crd); crd == nil {
 		t.Fatal("the CRD must wedge in Terminating: its operand's finalizer has nobody to run it")
 	}
-	for _, d := range adminWrites(t, mark) {
+	for _, d := range applierWrites(t, mark) {
 		if d.Verb == "delete" && d.ObjectRef.Resource == "widgets" {
 			t.Errorf("an operand was deleted without the admin's opt-in: %s", d)
 		}

@@ -30,11 +30,12 @@ func buildCLI(t testing.TB) string {
 	return bin
 }
 
-// runCLI runs the CLI against the test cluster and returns its exit code.
+// runCLI runs the CLI against the test cluster, as cluster.ApplierUser,
+// and returns its exit code.
 func runCLI(t testing.TB, bin string, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(bin, append(args, "--kubeconfig", testCluster.Kubeconfig())...)
+	cmd := exec.Command(bin, append(args, "--kubeconfig", testCluster.ApplierKubeconfig())...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var exit *exec.ExitError
@@ -161,7 +162,7 @@ func TestApplyExitsOneOnARefusedDeleteAndDeletesTheRest(t *testing.T) {
 	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", linted, self); code != 2 || !strings.Contains(stderr, "0000_50_demo_01_ns.yaml:") || !strings.Contains(stderr, "protected-delete") {
 		t.Fatalf("exit %d, want 2 naming the file and the rule\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}
-	if writes := adminWrites(t, mark); len(writes) != 0 {
+	if writes := applierWrites(t, mark); len(writes) != 0 {
 		t.Errorf("a rejected payload wrote %d times: %v", len(writes), writes)
 	}
 
@@ -177,7 +178,7 @@ func TestApplyExitsOneOnARefusedDeleteAndDeletesTheRest(t *testing.T) {
 	if c.get(t, configMapGVK, ns, "old") != nil {
 		t.Error("the delete beside the refused one must go ahead")
 	}
-	if d := adminDeletes(t, mark); d[ns] != 0 {
+	if d := applierDeletes(t, mark); d[ns] != 0 {
 		t.Errorf("the applier's namespace was sent %d DELETEs", d[ns])
 	}
 
@@ -292,7 +293,7 @@ func TestApplyHoldsTheOperatorsLease(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, `"operator-7f9c", holds the applier's Lease`) || !strings.Contains(stderr, "--lease-wait") {
 		t.Fatalf("exit %d, want 1 naming the holder\n%s\n%s", code, stdout, stderr)
 	}
-	for _, w := range adminWrites(t, mark) {
+	for _, w := range applierWrites(t, mark) {
 		if w.ObjectRef != nil && w.ObjectRef.Resource != "events" {
 			t.Errorf("a refused apply wrote %s", w)
 		}

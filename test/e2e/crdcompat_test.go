@@ -133,11 +133,7 @@ func TestCRDUpdateThatExistingObjectsViolateIsRefused(t *testing.T) {
 	if got := c.get(t, crdGVKOf(), "", crdName).GetResourceVersion(); got != before {
 		t.Fatalf("the refused CRD changed: resourceVersion %s, was %s", got, before)
 	}
-	events, err := testCluster.AuditEventsSince(mark)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lists := cluster.FilterAudit(events, cluster.AuditFilter{Verb: "list", Resource: "gadgets"})
+	lists := applierAudit(t, mark, cluster.AuditFilter{Verb: "list", Resource: "gadgets"})
 	if len(lists) == 0 {
 		t.Fatal("the Gadgets were never listed")
 	}
@@ -172,7 +168,7 @@ func TestCRDUpdateThatExistingObjectsViolateIsRefused(t *testing.T) {
 	}
 	_ = unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")
 	crdClient := c.dynamic.Resource(crdResource)
-	if crd, err = crdClient.Update(context.Background(), crd, metav1.UpdateOptions{}); err != nil {
+	if _, err := crdClient.Update(context.Background(), crd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	createGadget(t, c, group, "v1", ns, "colorless", map[string]any{"size": "large"})
@@ -247,11 +243,7 @@ func TestCRDVersionRemoval(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "2 objects rewritten in v1") || !strings.Contains(stdout, "[v1alpha1 v1] -> [v1]") {
 		t.Fatalf("migrate-storage: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	events, err := testCluster.AuditEventsSince(mark)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if puts := cluster.FilterAudit(events, cluster.AuditFilter{Verb: "update", Resource: "gadgets", Stage: cluster.AuditStageResponseComplete}); len(puts) != 2 {
+	if puts := applierAudit(t, mark, cluster.AuditFilter{Verb: "update", Resource: "gadgets", Stage: cluster.AuditStageResponseComplete}); len(puts) != 2 {
 		t.Errorf("%d object writes, want one per Gadget: %v", len(puts), puts)
 	}
 	stored, _, _ = unstructured.NestedStringSlice(c.get(t, crdGVKOf(), "", crdName).Object, "status", "storedVersions")
@@ -307,7 +299,7 @@ func BenchmarkCRDAcceptanceOver10000Objects(b *testing.B) {
 	c := newClients(b)
 	group := uniqueName(b, "bench") + ".example.com"
 	deleteCRDsAtEnd(b, c, "gadgets."+group)
-	e := newEngine(b, c, testCluster.CreateNamespace(b))
+	e := newEngine(b, testCluster.CreateNamespace(b))
 	requireComplete(b, sync(b, e, load(b, writePayload(b, "1.0.0", map[string]string{
 		"0000_50_gadgets_00_crd.yaml": gadgetCRD(group, crdVersion{"v1", true, true, sizeSpec})})), graph.ModeInstall))
 	nss := make([]string, namespaces)

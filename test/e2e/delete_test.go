@@ -113,7 +113,7 @@ func markAvailable(t testing.TB, name, version string) {
 func TestUpdateDeletesSeveralKindsInReverseOrder(t *testing.T) {
 	c := newClients(t)
 	ledgerNS := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ledgerNS)
+	e := newEngine(t, ledgerNS)
 	name := uniqueName(t, "gadget")
 	ns, group := name, name+".example.com"
 	markAvailable(t, name, "1.0.0")
@@ -133,12 +133,8 @@ func TestUpdateDeletesSeveralKindsInReverseOrder(t *testing.T) {
 	res := sync(t, e, v2, graph.ModeUpdate)
 	requireComplete(t, res)
 
-	events, err := testCluster.AuditEventsSince(mark)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var order []string
-	for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{User: cluster.AdminUser, Verb: "delete"}) {
+	for _, ev := range applierAudit(t, mark, cluster.AuditFilter{Verb: "delete"}) {
 		order = append(order, ev.ObjectRef.Resource)
 	}
 	want := []string{"clusteroperators", "gizmos", "deployments", "clusterrolebindings", "customresourcedefinitions", "namespaces"}
@@ -154,9 +150,8 @@ func TestUpdateDeletesSeveralKindsInReverseOrder(t *testing.T) {
 	if len(res.Deletes.InProgress) > 0 {
 		t.Fatalf("deletes never completed: %+v", res.Deletes.InProgress)
 	}
-	events, _ = testCluster.AuditEventsSince(mark)
 	order = order[:0]
-	for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{User: cluster.AdminUser, Verb: "delete"}) {
+	for _, ev := range applierAudit(t, mark, cluster.AuditFilter{Verb: "delete"}) {
 		order = append(order, ev.ObjectRef.Resource)
 	}
 	if got := strings.Join(order, ","); got != strings.Join(want, ",") {
@@ -182,7 +177,7 @@ func heldConfigMap(ns, name string) string {
 func TestFinalizerKeepsDeletePendingAcrossPassesAndRestarts(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	files := func(del bool) map[string]string {
 		first, held := configMap(ns, "first", "x"), heldConfigMap(ns, "held")
 		if del {
@@ -214,7 +209,7 @@ func TestFinalizerKeepsDeletePendingAcrossPassesAndRestarts(t *testing.T) {
 
 	// A new engine, as after a restart, knows the pending deletes and does
 	// not issue the DELETE again while the object is terminating.
-	restarted := newEngine(t, c, ns)
+	restarted := newEngine(t, ns)
 	st, err := restarted.Deletes(context.Background(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -241,20 +236,18 @@ func TestFinalizerKeepsDeletePendingAcrossPassesAndRestarts(t *testing.T) {
 	if c.get(t, configMapGVK, ns, "first") != nil || c.get(t, configMapGVK, ns, "keep") == nil {
 		t.Fatal("first must be deleted by the later pass and keep must stay")
 	}
-	deletes := adminDeletes(t, mark)
+	deletes := applierDeletes(t, mark)
 	if deletes["held"] != 1 || deletes["first"] != 1 || len(deletes) != 2 {
 		t.Fatalf("want exactly one DELETE each for held and first, got %v", deletes)
 	}
 }
 
-// adminDeletes counts the admin's DELETE requests by object name.
-func adminDeletes(t testing.TB, mark cluster.AuditMark) map[string]int {
+// applierDeletes counts the applier's DELETE requests by object name.
+func applierDeletes(t testing.TB, mark cluster.AuditMark) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, w := range adminWrites(t, mark) {
-		if w.Verb == "delete" {
-			out[w.ObjectRef.Name]++
-		}
+	for _, w := range applierAudit(t, mark, cluster.AuditFilter{Verb: "delete"}) {
+		out[w.ObjectRef.Name]++
 	}
 	return out
 }
@@ -262,7 +255,7 @@ func adminDeletes(t testing.TB, mark cluster.AuditMark) map[string]int {
 func TestReappearedObjectIsReportedNotDeletedAgainByAnyRelease(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	requireComplete(t, sync(t, e, load(t, writePayload(t, "1.0.0", map[string]string{
 		"0000_50_demo_01_x.yaml": configMap(ns, "x", "v"),
 	})), graph.ModeInstall))
@@ -294,7 +287,7 @@ func TestReappearedObjectIsReportedNotDeletedAgainByAnyRelease(t *testing.T) {
 	if a := actions(sync(t, e, v3, graph.ModeUpdate))["ConfigMap/"+ns+"/x"]; a != apply.ActionReappeared {
 		t.Errorf("the next release: x was %s, want reappeared", a)
 	}
-	if d := adminDeletes(t, mark); len(d) != 0 {
+	if d := applierDeletes(t, mark); len(d) != 0 {
 		t.Errorf("a reappeared object was deleted again: %v", d)
 	}
 	if c.get(t, configMapGVK, ns, "x") == nil {
@@ -305,7 +298,7 @@ func TestReappearedObjectIsReportedNotDeletedAgainByAnyRelease(t *testing.T) {
 func TestPacedDeleteDroppedByALaterReleaseIsAbandoned(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	v1 := map[string]string{
 		"0000_50_demo_01_first.yaml": configMap(ns, "first", "x"),
 		"0000_50_demo_02_held.yaml":  heldConfigMap(ns, "held"),
@@ -327,7 +320,7 @@ func TestPacedDeleteDroppedByALaterReleaseIsAbandoned(t *testing.T) {
 	if len(res.Deletes.InProgress) != 1 || res.Deletes.InProgress[0].ID.Name != "held" {
 		t.Fatalf("only the issued delete may stay in progress: %+v", res.Deletes.InProgress)
 	}
-	if d := adminDeletes(t, mark); len(d) != 0 {
+	if d := applierDeletes(t, mark); len(d) != 0 {
 		t.Fatalf("a release without the delete manifest deleted %v", d)
 	}
 	if c.get(t, configMapGVK, ns, "first") == nil {
@@ -346,7 +339,7 @@ func TestPacedDeleteDroppedByALaterReleaseIsAbandoned(t *testing.T) {
 func TestNonUpdatePassesRecordNothingForObjectsTheyLeave(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	existing := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "old", Namespace: ns}}
 	if _, err := c.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), existing, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/test/cluster"
 )
 
 func configMap(ns, name, data string, extraAnnotations ...string) string {
@@ -34,7 +35,7 @@ data:
 func TestInstallUpdateAndNoOpResync(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 
 	v1 := load(t, writePayload(t, "1.0.0", map[string]string{
 		"0000_50_demo_01_a.yaml":     configMap(ns, "a", "one"),
@@ -59,30 +60,25 @@ func TestInstallUpdateAndNoOpResync(t *testing.T) {
 				t.Errorf("%s was %s, want unchanged", o.ID, o.Action)
 			}
 		}
-		if w := adminWrites(t, mark); len(w) != 0 {
+		if w := applierWrites(t, mark); len(w) != 0 {
 			t.Errorf("a no-op resync made %d writes, first: %s", len(w), w[0])
 		}
 	})
 
 	t.Run("a fresh engine's resync reads at most once per manifest and writes nothing", func(t *testing.T) {
-		fresh := newEngine(t, c, ns)
+		fresh := newEngine(t, ns)
 		mark := auditMark(t)
 		requireComplete(t, sync(t, fresh, v1, graph.ModeReconcile))
-		events, err := testCluster.AuditEventsSince(mark)
-		if err != nil {
-			t.Fatal(err)
-		}
 		reads := 0
-		for _, ev := range events {
-			if ev.User.Username == "admin" && ev.Stage == "RequestReceived" && (ev.Verb == "get" || ev.Verb == "list") &&
-				ev.ObjectRef != nil && ev.ObjectRef.Resource == "configmaps" && ev.ObjectRef.Namespace == ns {
+		for _, ev := range applierAudit(t, mark, cluster.AuditFilter{Resource: "configmaps", Namespace: ns}) {
+			if ev.Verb == "get" || ev.Verb == "list" {
 				reads++
 			}
 		}
 		if reads > len(v1.Manifests) {
 			t.Errorf("%d configmap reads for %d manifests", reads, len(v1.Manifests))
 		}
-		if w := adminWrites(t, mark); len(w) != 0 {
+		if w := applierWrites(t, mark); len(w) != 0 {
 			t.Errorf("a no-op resync made %d writes, first: %s", len(w), w[0])
 		}
 	})
@@ -122,7 +118,7 @@ func TestInstallUpdateAndNoOpResync(t *testing.T) {
 		if got["ConfigMap/"+ns+"/a"] != apply.ActionConfigured || got["ConfigMap/"+ns+"/b"] != apply.ActionUnchanged {
 			t.Errorf("actions = %v", got)
 		}
-		if w := adminWrites(t, mark); len(w) != 1 || w[0].Verb != "patch" {
+		if w := applierWrites(t, mark); len(w) != 1 || w[0].Verb != "patch" {
 			t.Errorf("want exactly one patch, got %v", w)
 		}
 	})
@@ -134,14 +130,14 @@ func TestInstallUpdateAndNoOpResync(t *testing.T) {
 func TestAFieldALaterManifestDropsIsRemoved(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	const dropped = `example.com/dropped: "in 1.0.1"`
 	v1 := load(t, writePayload(t, "1.0.0", map[string]string{
 		"0000_50_demo_01_a.yaml": configMap(ns, "a", "one", dropped),
 	}))
 	mark := auditMark(t)
 	requireComplete(t, sync(t, e, v1, graph.ModeInstall))
-	writes := adminWrites(t, mark)
+	writes := applierWrites(t, mark)
 	if len(writes) != 1 || writes[0].Verb != "create" ||
 		!strings.Contains(writes[0].RequestURI, "fieldManager="+apply.FieldManager) ||
 		!strings.Contains(writes[0].RequestURI, "fieldValidation=Strict") {
@@ -166,7 +162,7 @@ func TestAFieldALaterManifestDropsIsRemoved(t *testing.T) {
 			t.Errorf("%s still owns fields through a %s", f.Manager, f.Operation)
 		}
 	}
-	if w := adminWrites(t, mark); len(w) != 2 {
+	if w := applierWrites(t, mark); len(w) != 2 {
 		t.Errorf("the first update wrote %d times, want 2 (adopt the created fields, apply): %v", len(w), w)
 	}
 
@@ -176,7 +172,7 @@ func TestAFieldALaterManifestDropsIsRemoved(t *testing.T) {
 		}))
 		mark := auditMark(t)
 		requireComplete(t, sync(t, e, v3, graph.ModeUpdate))
-		if w := adminWrites(t, mark); len(w) != 1 || w[0].Verb != "patch" {
+		if w := applierWrites(t, mark); len(w) != 1 || w[0].Verb != "patch" {
 			t.Errorf("want one patch, got %v", w)
 		}
 	})
@@ -185,7 +181,7 @@ func TestAFieldALaterManifestDropsIsRemoved(t *testing.T) {
 func TestCreateOnlyCreatesButNeverUpdates(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	manifest := func(data string) map[string]string {
 		return map[string]string{"0000_50_demo_01_cfg.yaml": configMap(ns, "cfg", data, `release.openshift.io/create-only: "true"`)}
 	}
@@ -204,7 +200,7 @@ func TestCreateOnlyCreatesButNeverUpdates(t *testing.T) {
 	if cm.Data["key"] != "initial" {
 		t.Errorf("create-only object was updated: %v", cm.Data)
 	}
-	if w := adminWrites(t, mark); len(w) != 0 {
+	if w := applierWrites(t, mark); len(w) != 0 {
 		t.Errorf("create-only update wrote: %v", w)
 	}
 }
@@ -253,9 +249,8 @@ spec:
 func TestCustomResourceAppliesInTheSamePassAsItsCRD(t *testing.T) {
 	for _, mode := range []graph.Mode{graph.ModeUpdate, graph.ModeInstall} {
 		t.Run(string(mode), func(t *testing.T) {
-			c := newClients(t)
 			ns := testCluster.CreateNamespace(t)
-			e := newEngine(t, c, ns)
+			e := newEngine(t, ns)
 			group := uniqueName(t, "w") + ".example.com"
 			rel := load(t, writePayload(t, "1.0.0", map[string]string{
 				"0000_10_widgets_00_crd.yaml": crd(group, "widgets", "Widget"),
@@ -273,7 +268,7 @@ func TestCustomResourceAppliesInTheSamePassAsItsCRD(t *testing.T) {
 func TestInstallWithDeleteManifestCreatesNothing(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	rel := load(t, writePayload(t, "1.0.0", map[string]string{
 		"0000_50_demo_01_keep.yaml": configMap(ns, "keep", "x"),
 		"0000_50_demo_02_gone.yaml": configMap(ns, "gone", "x", `release.openshift.io/delete: "true"`),
@@ -287,7 +282,7 @@ func TestInstallWithDeleteManifestCreatesNothing(t *testing.T) {
 	if got := actions(res)["ConfigMap/"+ns+"/gone"]; got != apply.ActionAlreadyDeleted {
 		t.Errorf("delete manifest at install was %s, want already-deleted", got)
 	}
-	for _, w := range adminWrites(t, mark) {
+	for _, w := range applierWrites(t, mark) {
 		if w.Verb == "delete" {
 			t.Errorf("install issued a delete: %s", w)
 		}
@@ -297,7 +292,7 @@ func TestInstallWithDeleteManifestCreatesNothing(t *testing.T) {
 func TestProtectedObjectsAreRefused(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	v1 := load(t, writePayload(t, "1.0.0", map[string]string{"0000_50_demo_01_a.yaml": configMap(ns, "a", "x")}))
 	requireComplete(t, sync(t, e, v1, graph.ModeInstall))
 	// Lint rejects this payload at load (protected-delete); the engine,
@@ -329,7 +324,7 @@ metadata:
 	if c.get(t, namespaceGVK, "", "kube-public") == nil {
 		t.Fatal("kube-public was deleted")
 	}
-	for _, w := range adminWrites(t, mark) {
+	for _, w := range applierWrites(t, mark) {
 		if w.Verb == "delete" {
 			t.Errorf("a refused delete reached the apiserver: %s", w)
 		}
@@ -359,7 +354,7 @@ func TestAStrayNamespaceNeitherHidesNorMovesAClusterScopedDelete(t *testing.T) {
 	if _, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: doomed}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	mark := auditMark(t)
 	res := sync(t, e, loadUnlinted(t, dir), graph.ModeUpdate)
 	for _, o := range res.Objects {
@@ -367,7 +362,7 @@ func TestAStrayNamespaceNeitherHidesNorMovesAClusterScopedDelete(t *testing.T) {
 			t.Errorf("kube-system was %s, want refused", o.Action)
 		}
 	}
-	if d := adminDeletes(t, mark); d["kube-system"] != 0 || d[doomed] != 1 {
+	if d := applierDeletes(t, mark); d["kube-system"] != 0 || d[doomed] != 1 {
 		t.Errorf("DELETEs %v: want none for kube-system and one for %s", d, doomed)
 	}
 	for _, r := range append(res.Deletes.Refused, res.Deletes.InProgress...) {

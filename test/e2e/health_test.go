@@ -38,7 +38,7 @@ func TestLivenessFailsWhenAPassOutlastsTheWindow(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "start", "--payloads", store, "--listen", addr, "--leader-elect=false",
-		"--resync-interval", "1s", "--liveness-window", "2s", "--kubeconfig", testCluster.Kubeconfig())
+		"--resync-interval", "1s", "--liveness-window", "2s", "--kubeconfig", testCluster.ApplierKubeconfig())
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestMetricsOffLoopbackNeedAnAuthorizedToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "start", "--payloads", t.TempDir(), "--listen", fmt.Sprintf("0.0.0.0:%d", port),
-		"--leader-elect=false", "--namespace", testCluster.CreateNamespace(t), "--kubeconfig", testCluster.Kubeconfig())
+		"--leader-elect=false", "--namespace", testCluster.CreateNamespace(t), "--kubeconfig", testCluster.ApplierKubeconfig())
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

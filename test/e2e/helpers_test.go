@@ -71,6 +71,8 @@ type clients struct {
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
 }
 
+// newClients are the test's own clients, as cluster.AdminUser: for setup
+// and checks, never for the applier's work.
 func newClients(t testing.TB) *clients {
 	t.Helper()
 	return newClientsFor(t, testCluster.RESTConfig())
@@ -95,11 +97,17 @@ func newClientsFor(t testing.TB, cfg *rest.Config) *clients {
 	return &clients{kube: kube, dynamic: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
 }
 
-// newEngine builds an engine whose ledger lives in ledgerNS.
-func newEngine(t testing.TB, c *clients, ledgerNS string) *apply.Engine {
+// newEngine builds an engine whose ledger lives in ledgerNS. Engine and
+// ledger act as cluster.ApplierUser.
+func newEngine(t testing.TB, ledgerNS string) *apply.Engine {
 	t.Helper()
-	e, err := apply.NewForConfig(testCluster.RESTConfig(), apply.Config{
-		Ledger: &deletion.ConfigMapStore{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
+	cfg := testCluster.ApplierRESTConfig()
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := apply.NewForConfig(cfg, apply.Config{
+		Ledger: &deletion.ConfigMapStore{Client: kube, Namespace: ledgerNS, Name: "ledger"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -197,14 +205,22 @@ func (c *clients) removeFinalizers(t testing.TB, gvr schema.GroupVersionResource
 	}
 }
 
-// adminWrites counts the admin user's write requests since mark.
-func adminWrites(t testing.TB, mark cluster.AuditMark) []cluster.AuditEvent {
+// applierAudit returns the audit events since mark that match f. Unless f
+// names a user, they are the applier's own requests (cluster.ApplierUser),
+// not the test's setup nor kube-controller-manager's.
+func applierAudit(t testing.TB, mark cluster.AuditMark, f cluster.AuditFilter) []cluster.AuditEvent {
 	t.Helper()
-	events, err := testCluster.AuditEventsSince(mark)
+	events, err := testCluster.AuditSince(mark, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cluster.FilterAudit(events, cluster.AuditFilter{User: cluster.AdminUser, WritesOnly: true})
+	return events
+}
+
+// applierWrites returns the applier's write requests since mark.
+func applierWrites(t testing.TB, mark cluster.AuditMark) []cluster.AuditEvent {
+	t.Helper()
+	return applierAudit(t, mark, cluster.AuditFilter{WritesOnly: true})
 }
 
 func auditMark(t testing.TB) cluster.AuditMark {

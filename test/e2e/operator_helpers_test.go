@@ -39,10 +39,12 @@ type testOperator struct {
 	identity  string
 }
 
+// newOperator builds an operator acting as cfg's user; nil means
+// cluster.ApplierUser. The test reads its ClusterVersion as the admin.
 func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics) *testOperator {
 	t.Helper()
 	if cfg == nil {
-		cfg = testCluster.RESTConfig()
+		cfg = testCluster.ApplierRESTConfig()
 	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
 		Releases:  &operator.DirStore{Root: store},
@@ -55,7 +57,7 @@ func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := configclient.NewForConfig(cfg)
+	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 	if out = op.sync(t); out.Mode != graph.ModeReconcile {
 		t.Fatalf("mode = %s, want reconcile", out.Mode)
 	}
-	if w := adminWrites(t, mark); len(w) != 0 {
+	if w := applierWrites(t, mark); len(w) != 0 {
 		t.Errorf("a no-op operator resync made %d writes, first %s", len(w), w[0])
 	}
 

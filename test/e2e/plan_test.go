@@ -60,7 +60,7 @@ func TestPlanAgainstTheClusterIsReadOnly(t *testing.T) {
 	bin := buildCLI(t)
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ns)
+	e := newEngine(t, ns)
 	group := uniqueName(t, "plan") + ".example.com"
 	createOnly := `release.openshift.io/create-only: "true"`
 
@@ -99,7 +99,7 @@ func TestPlanAgainstTheClusterIsReadOnly(t *testing.T) {
 	mark := auditMark(t)
 	update := runPlan(t, bin, "--payload", v2, "--namespace", ns)
 	reconcile := runPlan(t, bin, "--payload", v2, "--namespace", ns, "--mode", "reconcile")
-	writes := adminWrites(t, mark)
+	writes := applierWrites(t, mark)
 
 	t.Run("update mode computes every action from the cluster", func(t *testing.T) {
 		if update.Release != "1.1.0" || update.Mode != "update" {

@@ -29,7 +29,7 @@ func TestRealPayloadInstallsCompletely(t *testing.T) {
 	}
 	c := newClients(t)
 	ledgerNS := testCluster.CreateNamespace(t)
-	e := newEngine(t, c, ledgerNS)
+	e := newEngine(t, ledgerNS)
 	rel := load(t, ocpReal)
 	createMissingNamespaces(t, c, rel)
 

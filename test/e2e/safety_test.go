@@ -47,7 +47,7 @@ func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 		t.Run(fmt.Sprintf("pair %d", pair), func(t *testing.T) {
 			c := newClients(t)
 			ns := testCluster.CreateNamespace(t)
-			e := newEngine(t, c, ns)
+			e := newEngine(t, ns)
 			const pool = 12
 			v1, v2 := map[string]string{}, map[string]string{}
 			created := map[string]bool{}
@@ -134,7 +134,7 @@ func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 					want = append(want, "op-out")
 				}
 			}
-			for name, n := range adminDeletes(t, mark) {
+			for name, n := range applierDeletes(t, mark) {
 				if n != 1 {
 					t.Errorf("%s received %d DELETE requests", name, n)
 				}

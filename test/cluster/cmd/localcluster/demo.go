@@ -130,7 +130,7 @@ func (f *demoFlags) run(signalCtx context.Context, stdout, stderr io.Writer) (er
 
 	op, err := story.StartOperator(ctx, story.OperatorOptions{
 		CLI:        f.cli,
-		Kubeconfig: c.Kubeconfig(),
+		Kubeconfig: c.ApplierKubeconfig(),
 		Payloads:   f.payloads,
 		LogPath:    filepath.Join(c.LogDir(), "payload-applier.log"),
 	})

@@ -20,7 +20,8 @@ import (
 type OperatorOptions struct {
 	// CLI is the payload-applier binary.
 	CLI string
-	// Kubeconfig is the cluster's admin kubeconfig.
+	// Kubeconfig is the operator's identity: cluster.ApplierKubeconfig, so
+	// that the audit log tells its requests from the story's.
 	Kubeconfig string
 	// Payloads is the release store, one payload directory per version.
 	Payloads string
