@@ -182,6 +182,8 @@ func applyExit(out *operator.Outcome) error {
 		return withExitCode(exitFailed, fmt.Errorf("%d of %d tasks did not apply", out.Result.Total-out.Result.Done, out.Result.Total))
 	case out.Result.LedgerErr != nil:
 		return withExitCode(exitFailed, fmt.Errorf("every task applied, but no delete ran: the delete ledger is unreadable: %w (see docs/operations.md, \"Repairing the delete ledger\")", out.Result.LedgerErr))
+	case out.Result.CleanupErr != nil:
+		return withExitCode(exitFailed, fmt.Errorf("every task applied, but no component with operand cleanup was removed: the operand cleanup state is unreadable: %w (see docs/operations.md, \"Repairing the operand cleanup state\")", out.Result.CleanupErr))
 	case len(out.Result.Deletes.Refused) > 0:
 		// The release completed; the objects the gate protects stay.
 		return withExitCode(exitFailed, fmt.Errorf("%d delete(s) refused: %s", len(out.Result.Deletes.Refused), out.Result.Deletes.Refused[0].LastError))

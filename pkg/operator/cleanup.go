@@ -15,20 +15,12 @@ import (
 // components. It is True while one runs or waits; it never sets Failing.
 const ConditionOperandCleanup configv1.ClusterStatusConditionType = "OperandCleanup"
 
-// Reasons of the OperandCleanup condition.
-const (
-	ReasonWaitingOnCleanup      = "WaitingOnCleanup"
-	ReasonOperandCleanupStalled = "OperandCleanupStalled"
-	ReasonOperandCleanupBlocked = "OperandCleanupBlocked"
-	ReasonOperandCleanupAborted = "OperandCleanupAborted"
-	ReasonOperandCleanupSkipped = "OperandCleanupSkipped"
-	ReasonOperandCleanupDone    = "OperandCleanupCompleted"
-	defaultCleanupStallAfter    = 10 * time.Minute
-)
+// The OperandCleanup condition's reasons are cleanup's (cleanup.Reason*).
+const defaultCleanupStallAfter = 10 * time.Minute
 
 // cleanupCondition folds the cleanups into the OperandCleanup condition,
-// the most pressing first: stalled, blocked, running, aborted, skipped,
-// completed. ok is false when there is no cleanup to report.
+// the most pressing first: stalled, unable to start, running, aborted or
+// blocked by another API, skipped, completed. ok is false when there is no cleanup to report.
 func cleanupCondition(recs []cleanup.Record, now time.Time, stallAfter time.Duration) (c configv1.ClusterOperatorStatusCondition, ok bool) {
 	if len(recs) == 0 {
 		return c, false
@@ -36,21 +28,23 @@ func cleanupCondition(recs []cleanup.Record, now time.Time, stallAfter time.Dura
 	rank := func(r cleanup.Record) (int, string, string) {
 		switch {
 		case r.Stalled(now, stallAfter):
-			return 0, ReasonOperandCleanupStalled, fmt.Sprintf("no progress for %s: %s", stallAfter, r.Describe())
+			return 0, cleanup.ReasonStalled, fmt.Sprintf("no progress for %s: %s", stallAfter, r.Describe())
 		case r.Blocked(now, stallAfter):
-			return 1, ReasonOperandCleanupBlocked, fmt.Sprintf("operand cleanup of component %s cannot start: %s", r.Component, r.Message)
+			return 1, cleanup.ReasonBlocked, fmt.Sprintf("operand cleanup of component %s cannot start: %s", r.Component, r.Message)
 		case r.State == cleanup.Running && r.Message != "":
-			return 2, ReasonWaitingOnCleanup, fmt.Sprintf("%s; paused: %s", r.Describe(), r.Message)
+			return 2, cleanup.ReasonWaiting, fmt.Sprintf("%s; paused: %s", r.Describe(), r.Message)
 		case r.State == cleanup.Running:
-			return 2, ReasonWaitingOnCleanup, r.Describe()
+			return 2, cleanup.ReasonWaiting, r.Describe()
 		case r.State == cleanup.Waiting:
-			return 2, ReasonWaitingOnCleanup, fmt.Sprintf("operand cleanup of component %s waits: %s", r.Component, r.Message)
+			return 2, cleanup.ReasonWaiting, fmt.Sprintf("operand cleanup of component %s waits: %s", r.Component, r.Message)
 		case r.State == cleanup.Aborted:
-			return 3, ReasonOperandCleanupAborted, fmt.Sprintf("operand cleanup of component %s aborted: %s", r.Component, r.Message)
+			return 3, cleanup.ReasonAborted, fmt.Sprintf("operand cleanup of component %s aborted: %s", r.Component, r.Message)
+		case r.State == cleanup.Blocked:
+			return 3, cleanup.ReasonBlocked, fmt.Sprintf("operand cleanup of component %s blocked, its operands are left in place: %s", r.Component, r.SkipSummary())
 		case r.State == cleanup.Skipped:
-			return 4, ReasonOperandCleanupSkipped, fmt.Sprintf("operand cleanup of component %s skipped: %s", r.Component, strings.Join(r.Skips, "; "))
+			return 4, cleanup.ReasonSkipped, fmt.Sprintf("operand cleanup of component %s skipped: %s", r.Component, r.SkipSummary())
 		default:
-			return 5, ReasonOperandCleanupDone, fmt.Sprintf("operand cleanup of component %s completed", r.Component)
+			return 5, cleanup.ReasonCompleted, fmt.Sprintf("operand cleanup of component %s completed", r.Component)
 		}
 	}
 	best := 99
@@ -61,7 +55,7 @@ func cleanupCondition(recs []cleanup.Record, now time.Time, stallAfter time.Dura
 			best, c.Reason = n, reason
 		}
 		if n <= 2 && len(r.Skips) > 0 {
-			msg += "; skipped: " + strings.Join(r.Skips, "; ")
+			msg += "; skipped: " + r.SkipSummary()
 		}
 		messages = append(messages, msg)
 	}

@@ -61,6 +61,19 @@ func ledgerUnreadable(err error) configv1.ClusterOperatorStatusCondition {
 			"(docs/operations.md, \"Repairing the delete ledger\").", err)}
 }
 
+// ReasonOperandCleanupStateUnreadable: the operand cleanup state's
+// ConfigMap holds data that cannot be decoded.
+const ReasonOperandCleanupStateUnreadable = "OperandCleanupStateUnreadable"
+
+// cleanupStateUnreadable is the Failing condition of an unreadable operand
+// cleanup state: what is wrong, what still happens, and how to repair it.
+func cleanupStateUnreadable(err error) configv1.ClusterOperatorStatusCondition {
+	return configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: ReasonOperandCleanupStateUnreadable,
+		Message: fmt.Sprintf("The operand cleanup state cannot be read (%v). Applies and other deletes go ahead; no operand is deleted and no component "+
+			"with operand cleanup is removed until it is repaired: restore the ConfigMap from a backup, or delete it "+
+			"(docs/operations.md, \"Repairing the operand cleanup state\").", err)}
+}
+
 // removeCondition drops the condition of type t, if any.
 func removeCondition(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType) []configv1.ClusterOperatorStatusCondition {
 	return slices.DeleteFunc(conds, func(c configv1.ClusterOperatorStatusCondition) bool { return c.Type == t })

@@ -185,12 +185,14 @@ func TestCleanupConditionAndUpgradeable(t *testing.T) {
 		message string
 		blocks  bool
 	}{
-		{"running", []cleanup.Record{running}, configv1.ConditionTrue, ReasonWaitingOnCleanup, "waiting for operator to finish cleanup for 2 CRs of component widgets; remaining 2 Widget: Widget/a/w1 and 1 more", true},
-		{"stalled", []cleanup.Record{stalled}, configv1.ConditionTrue, ReasonOperandCleanupStalled, "no progress for 10m0s", true},
-		{"blocked", []cleanup.Record{waiting}, configv1.ConditionTrue, ReasonOperandCleanupBlocked, "cannot start: the operator is not Available", true},
-		{"aborted", []cleanup.Record{{Component: "widgets", State: cleanup.Aborted, Message: "no guarantee"}}, configv1.ConditionFalse, ReasonOperandCleanupAborted, "no guarantee", false},
-		{"skipped", []cleanup.Record{{Component: "widgets", State: cleanup.Skipped, Skips: []string{"rule 3 (APIUnused): in use"}}}, configv1.ConditionFalse, ReasonOperandCleanupSkipped, "rule 3", false},
-		{"the most pressing wins", []cleanup.Record{{Component: "a", State: cleanup.Completed}, stalled}, configv1.ConditionTrue, ReasonOperandCleanupStalled, "completed", true},
+		{"running", []cleanup.Record{running}, configv1.ConditionTrue, cleanup.ReasonWaiting, "waiting for operator to finish cleanup for 2 CRs of component widgets; remaining 2 Widget: Widget/a/w1 and 1 more", true},
+		{"stalled", []cleanup.Record{stalled}, configv1.ConditionTrue, cleanup.ReasonStalled, "no progress for 10m0s", true},
+		{"blocked", []cleanup.Record{waiting}, configv1.ConditionTrue, cleanup.ReasonBlocked, "cannot start: the operator is not Available", true},
+		{"aborted", []cleanup.Record{{Component: "widgets", State: cleanup.Aborted, Message: "no guarantee"}}, configv1.ConditionFalse, cleanup.ReasonAborted, "no guarantee", false},
+		{"skipped", []cleanup.Record{{Component: "widgets", State: cleanup.Skipped, Skips: []string{"rule 3 (APIUnused): in use"}}}, configv1.ConditionFalse, cleanup.ReasonSkipped, "rule 3", false},
+		{"blocked by another API", []cleanup.Record{{Component: "widgets", State: cleanup.Blocked, BlockedCRDs: 1, Skips: []string{"leases.coordination.k8s.io: coordination.k8s.io/leases is a built-in Kubernetes API (kind Lease)"}, MoreSkips: 2}},
+			configv1.ConditionFalse, cleanup.ReasonBlocked, "blocked, its operands are left in place: leases.coordination.k8s.io: coordination.k8s.io/leases is a built-in Kubernetes API (kind Lease); and 2 more CRDs", false},
+		{"the most pressing wins", []cleanup.Record{{Component: "a", State: cleanup.Completed}, stalled}, configv1.ConditionTrue, cleanup.ReasonStalled, "completed", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, ok := cleanupCondition(tc.recs, now, 10*time.Minute)
@@ -198,7 +200,7 @@ func TestCleanupConditionAndUpgradeable(t *testing.T) {
 				t.Errorf("got %s/%s %q, want %s/%s with %q", c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.message)
 			}
 			u := upgradeableCondition(upgradeableBlockers(deletion.Summary{}, tc.recs, nil, nil), nil)
-			if blocked := u.Status == configv1.ConditionFalse && u.Reason == ReasonOperandCleanupInProgress; blocked != tc.blocks {
+			if blocked := u.Status == configv1.ConditionFalse && u.Reason == cleanup.ReasonInProgress; blocked != tc.blocks {
 				t.Errorf("Upgradeable = %s/%s, want blocked=%v", u.Status, u.Reason, tc.blocks)
 			}
 		})

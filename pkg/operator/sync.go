@@ -47,6 +47,8 @@ type Outcome struct {
 	Upgradeable configv1.ClusterOperatorStatusCondition
 	// LedgerErr is set while the delete ledger cannot be read.
 	LedgerErr error
+	// CleanupErr is set while the operand cleanup state cannot be read.
+	CleanupErr error
 }
 
 // Sync runs one reconcile of the ClusterVersion: pick the target, check it,
@@ -88,7 +90,11 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		return nil, err
 	}
 	cleanups, err := o.engine.Cleanups(ctx)
-	if err != nil {
+	switch {
+	case errors.As(err, &unreadable):
+		// As for the ledger: reported after the pass, which still applies.
+		out.CleanupErr = err
+	case err != nil:
 		return nil, err
 	}
 	o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
@@ -139,9 +145,14 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	if res.Complete() && (res.LedgerErr == nil || out.Mode != graph.ModeUpdate) {
 		status.History = completeHistory(status.History, now)
 	}
+	out.CleanupErr = res.CleanupErr
 	o.setUpgradeable(ctx, cv, res.Deletes, res.Cleanups, out, now)
 	progressConditions(status, res, now)
+	if res.CleanupErr != nil {
+		status.Conditions = setCondition(status.Conditions, cleanupStateUnreadable(res.CleanupErr), now)
+	}
 	if res.LedgerErr != nil {
+		// The ledger's holds every delete back: it is the one to repair first.
 		status.Conditions = setCondition(status.Conditions, ledgerUnreadable(res.LedgerErr), now)
 	}
 	o.setCleanupCondition(cv, res.Cleanups, now)
@@ -223,6 +234,10 @@ func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersi
 	if out.LedgerErr != nil {
 		blockers = append(blockers, upgradeableBlocker{Reason: ReasonDeleteLedgerUnreadable,
 			Message: "Cluster minor or major version upgrades are not allowed while the delete ledger is unreadable: which deletes are pending is unknown"})
+	}
+	if out.CleanupErr != nil {
+		blockers = append(blockers, upgradeableBlocker{Reason: ReasonOperandCleanupStateUnreadable,
+			Message: "Cluster minor or major version upgrades are not allowed while the operand cleanup state is unreadable: which cleanups are under way is unknown"})
 	}
 	c := upgradeableCondition(blockers, deletes.Reappeared)
 	cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)

@@ -22,9 +22,6 @@ const (
 	ReasonOperatorsNotUpgrade = "ClusterOperatorsNotUpgradeable"
 	ReasonMultipleReasons     = "MultipleReasons"
 	ReasonAsExpected          = "AsExpected"
-	// ReasonOperandCleanupInProgress: a removed component's operands are
-	// being deleted.
-	ReasonOperandCleanupInProgress = "OperandCleanupInProgress"
 	maxNamedObjectsInCondition     = 10
 )
 
@@ -45,7 +42,7 @@ func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, op
 	}
 	if len(cleaning) > 0 {
 		out = append(out, upgradeableBlocker{
-			Reason:  ReasonOperandCleanupInProgress,
+			Reason:  cleanup.ReasonInProgress,
 			Message: "Cluster minor or major version upgrades are not allowed while operand cleanup runs for " + strings.Join(cleaning, ", "),
 		})
 	}

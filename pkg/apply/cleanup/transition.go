@@ -99,14 +99,22 @@ const (
 	OutcomeWait Outcome = "wait"
 )
 
-// Event reasons of operand cleanup, on the ClusterVersion. The
-// OperandCleanup condition uses the same words.
+// Reasons of operand cleanup: of its Events on the ClusterVersion, and of
+// the OperandCleanup condition, which uses the same words.
 const (
 	ReasonStarted   = "OperandCleanupStarted"
 	ReasonCompleted = "OperandCleanupCompleted"
 	ReasonSkipped   = "OperandCleanupSkipped"
 	ReasonAborted   = "OperandCleanupAborted"
-	ReasonBlocked   = "OperandCleanupBlocked"
+	// ReasonBlocked: the cleanup cannot start (Waiting too long), or a
+	// CRD's API is not its own (the Blocked state).
+	ReasonBlocked = "OperandCleanupBlocked"
+	// Condition reasons only.
+	ReasonWaiting = "WaitingOnCleanup"
+	ReasonStalled = "OperandCleanupStalled"
+	// ReasonInProgress is the Upgradeable=False reason while a cleanup
+	// runs or waits.
+	ReasonInProgress = "OperandCleanupInProgress"
 )
 
 // Event is a Kubernetes Event a step asks the engine to record.

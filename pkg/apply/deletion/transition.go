@@ -168,6 +168,11 @@ type Step struct {
 // object's means the object it names is gone (Completed). Completed and
 // Absent are final: an object there again sets ReappearedAt and is
 // reported, never deleted again, by any pass or later release.
+//
+// Nothing here retries within a pass: a Fail holds the chain until the
+// next pass's Look issues again, and a Poll (RefreshDeletes between
+// passes) follows only InProgress records, never issuing. Applies, by
+// contrast, retry inside a pass with its Backoff.
 func Next(prev *Record, obs Observation) Step {
 	rec := Record{ID: obs.ID, File: obs.File, Release: obs.Release}
 	if prev != nil {
