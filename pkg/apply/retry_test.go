@@ -104,4 +104,3 @@ func TestRefreshDeletesPollsOnlyDeletesInProgress(t *testing.T) {
 		t.Errorf("reads %v, writes %v: want one read, of the delete in progress, and no write to the cluster", reads, *writes)
 	}
 }
-

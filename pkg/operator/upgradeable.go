@@ -18,11 +18,11 @@ import (
 // precondition.ReasonClusterVersionOverridesSet, which the update checks
 // share.
 const (
-	ReasonDeletionInProgress  = "ResourceDeletionInProgress"
-	ReasonOperatorsNotUpgrade = "ClusterOperatorsNotUpgradeable"
-	ReasonMultipleReasons     = "MultipleReasons"
-	ReasonAsExpected          = "AsExpected"
-	maxNamedObjectsInCondition     = 10
+	ReasonDeletionInProgress   = "ResourceDeletionInProgress"
+	ReasonOperatorsNotUpgrade  = "ClusterOperatorsNotUpgradeable"
+	ReasonMultipleReasons      = "MultipleReasons"
+	ReasonAsExpected           = "AsExpected"
+	maxNamedObjectsInCondition = 10
 )
 
 // upgradeableBlocker is one reason not to start a minor or major update.
