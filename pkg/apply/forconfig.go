@@ -45,7 +45,7 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 	}
 	self := cfg.Self.WithDefaults()
 	if cfg.Ledger == nil {
-		cfg.Ledger = &deletion.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.Ledger}
+		cfg.Ledger = deletion.NewConfigMapStore(kube, self.Namespace, self.Ledger)
 	}
 	if cfg.CleanupStore == nil {
 		cfg.CleanupStore = &cleanup.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.OperandCleanup}

@@ -99,7 +99,7 @@ func newClientsFor(t testing.TB, cfg *rest.Config) *clients {
 func newEngine(t testing.TB, c *clients, ledgerNS string) *apply.Engine {
 	t.Helper()
 	e, err := apply.NewForConfig(testCluster.RESTConfig(), apply.Config{
-		Ledger: &deletion.ConfigMapStore{Client: c.kube, Namespace: ledgerNS, Name: "ledger"},
+		Ledger: deletion.NewConfigMapStore(c.kube, ledgerNS, "ledger"),
 	})
 	if err != nil {
 		t.Fatal(err)
