@@ -48,7 +48,7 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 		cfg.Ledger = deletion.NewConfigMapStore(kube, self.Namespace, self.Ledger)
 	}
 	if cfg.CleanupStore == nil {
-		cfg.CleanupStore = &cleanup.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.OperandCleanup}
+		cfg.CleanupStore = cleanup.NewConfigMapStore(kube, self.Namespace, self.OperandCleanup)
 	}
 	return New(cfg)
 }
