@@ -22,8 +22,10 @@ var RecordFormat = recordstore.Format[Record]{
 	DataKey:   "records.json",
 	GzipKey:   "records.json.gz",
 	LegacyKey: "cleanups.json",
-	// One record per removed component, each naming at most 50 operands.
+	// One record per removed component, each naming at most 50 operands
+	// in some 200 items.
 	MaxRecords: 1000,
+	MaxItems:   1 << 18,
 	MaxBytes:   16 << 20,
 }
 

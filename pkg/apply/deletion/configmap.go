@@ -14,8 +14,10 @@ var RecordFormat = recordstore.Format[Record]{
 	Key:     func(r Record) string { return r.ID.String() },
 	DataKey: "records.json",
 	GzipKey: "records.json.gz",
-	// The ledger holds one release's deletes, a few hundred at most.
+	// The ledger holds one release's deletes, a few hundred at most, each
+	// a record of some 20 items.
 	MaxRecords:   20000,
+	MaxItems:     1 << 20,
 	MaxBytes:     64 << 20,
 	PreferStored: knowsReappearance,
 }

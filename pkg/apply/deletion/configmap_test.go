@@ -1,13 +1,10 @@
 package deletion
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -41,29 +38,18 @@ func TestConfigMapStoreEncodings(t *testing.T) {
 		return recs
 	}
 	tests := map[string]struct {
-		records int
-		// noise adds incompressible bytes to each record's LastError.
-		noise    int
+		records  int
 		wantKey  string
 		wantFail string
 	}{
-		"empty":                         {records: 0, wantKey: "records.json"},
-		"small stays readable":          {records: 10, wantKey: "records.json"},
-		"large is compressed":           {records: 5000, wantKey: "records.json.gz"},
-		"beyond a ConfigMap is refused": {records: 300, noise: 8192, wantFail: "more than a ConfigMap can hold"},
-		"too many is refused":           {records: RecordFormat.MaxRecords + 1, wantFail: "the delete ledger holds 20001 records, more than the 20000 it may"},
+		"empty":                {records: 0, wantKey: "records.json"},
+		"small stays readable": {records: 10, wantKey: "records.json"},
+		"large is compressed":  {records: 5000, wantKey: "records.json.gz"},
+		"too many is refused":  {records: RecordFormat.MaxRecords + 1, wantFail: "the delete ledger holds 20001 records, more than the 20000 it may"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			recs := many(tc.records)
-			rnd := rand.New(rand.NewPCG(1, 2))
-			for i := range recs {
-				b := make([]byte, tc.noise)
-				for j := range b {
-					b[j] = byte('a' + rnd.IntN(26))
-				}
-				recs[i].LastError = string(b)
-			}
 			ctx := context.Background()
 			kube := kubefake.NewClientset()
 			err := NewConfigMapStore(kube, "ns", "ledger").Save(ctx, recs)
@@ -134,26 +120,18 @@ func TestConfigMapStoreSavesWithOnePutAndRecoversFromConflicts(t *testing.T) {
 
 func TestAnUnreadableLedgerSaysWhyAndIsBounded(t *testing.T) {
 	// Valid JSON past the 64 MiB limit, a few hundred KiB gzipped.
-	var bomb bytes.Buffer
-	zw := gzip.NewWriter(&bomb)
-	long := bytes.Repeat([]byte("a"), 1<<20)
-	zw.Write([]byte(`[{"lastError":"`))
-	for range (RecordFormat.MaxBytes >> 20) + 1 {
-		zw.Write(long)
-	}
-	zw.Write([]byte(`"}]`))
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	bomb := recordstoretest.Gzip(t, `[{"lastError":"`, strings.Repeat("a", 1<<20), (RecordFormat.MaxBytes>>20)+1, `"}]`)
 	for name, tc := range map[string]struct {
 		cm   *corev1.ConfigMap
 		want string
 	}{
 		"garbage":       {&corev1.ConfigMap{Data: map[string]string{"records.json": "{not json"}}, "not a list of records"},
 		"not gzip":      {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": []byte("plain")}}, "not gzip data"},
-		"a gzip bomb":   {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": bomb.Bytes()}}, "more than 64 MiB"},
+		"a gzip bomb":   {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": bomb}}, "more than 64 MiB"},
 		"a wrong shape": {&corev1.ConfigMap{Data: map[string]string{"records.json": `{"id": 1}`}}, "not a list of records"},
-		"too many":      {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": recordstoretest.EmptyRecordsGzip(t, 5_600_000)}}, "more than 20000 records"},
+		// 16 KiB of gzip each, that inflate to 5.6 M records or strings.
+		"too many records": {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": recordstoretest.EmptyRecordsGzip(t, 5_600_000)}}, "more than 20000 records"},
+		"too many strings": {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": recordstoretest.Gzip(t, `[{"finalizers":[`, `"",`, 5_600_000, `""]}]`)}}, "more than 1048576 list elements"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.cm.Name, tc.cm.Namespace = "ledger", "ns"
@@ -164,10 +142,10 @@ func TestAnUnreadableLedgerSaysWhyAndIsBounded(t *testing.T) {
 			if !errors.As(err, &unreadable) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "delete ledger in configmap ns/ledger, key records.json") {
 				t.Errorf("got %v, want an UnreadableError naming the ConfigMap and %q", err, tc.want)
 			}
-			if name == "too many" {
-				t.Logf("5.6 M empty records in %d bytes of gzip refused after allocating %d KiB", len(tc.cm.BinaryData["records.json.gz"]), allocated>>10)
+			t.Logf("refused after allocating %d KiB", allocated>>10)
+			if strings.HasPrefix(name, "too many") {
 				if allocated > 50<<20 {
-					t.Errorf("refusing 5.6 M empty records allocated %d MiB", allocated>>20)
+					t.Errorf("refusing them allocated %d MiB", allocated>>20)
 				}
 			}
 		})

@@ -257,6 +257,9 @@ func (f Format[R]) encode(recs []R) (map[string]string, map[string][]byte, error
 	if buf.Len() > f.MaxBytes {
 		return nil, nil, fmt.Errorf("the %s holds %d records in %d bytes, more than the %s it may", f.What, len(recs), buf.Len(), size(f.MaxBytes))
 	}
+	if items := new(itemCounter).count(buf.Bytes()); items > f.MaxItems {
+		return nil, nil, fmt.Errorf("the %s holds %d records with %d list elements and object members, more than the %d it may", f.What, len(recs), items, f.MaxItems)
+	}
 	if buf.Len() <= plainMax {
 		return map[string]string{f.DataKey: buf.String()}, nil, nil
 	}
@@ -295,13 +298,15 @@ func (f Format[R]) decode(cm *corev1.ConfigMap) (recs []R, key string, err error
 		}
 		data = strings.NewReader(cm.Data[key])
 	}
-	recs, err = decodeList[R](&limitedReader{r: data, left: f.MaxBytes}, f.MaxRecords)
+	recs, err = decodeList[R](&boundedReader{r: data, bytesLeft: f.MaxBytes, itemsLeft: f.MaxItems}, f.MaxRecords)
 	var readErr *readError
 	switch {
 	case errors.Is(err, errTooLarge) && key == f.GzipKey:
 		return nil, key, fmt.Errorf("the records decompress to more than %s", size(f.MaxBytes))
 	case errors.Is(err, errTooLarge):
 		return nil, key, fmt.Errorf("the records take more than %s", size(f.MaxBytes))
+	case errors.Is(err, errTooManyItems):
+		return nil, key, fmt.Errorf("the records hold more than %d list elements and object members", f.MaxItems)
 	case errors.As(err, &readErr):
 		return nil, key, fmt.Errorf("corrupt gzip data: %w", readErr.err)
 	case err != nil:
@@ -311,9 +316,9 @@ func (f Format[R]) decode(cm *corev1.ConfigMap) (recs []R, key string, err error
 }
 
 // decodeList reads a JSON list one element at a time, so that it stops as
-// soon as the list holds more than max records rather than after it has
-// allocated them all. Blank data or null is an empty list.
-func decodeList[R any](r io.Reader, max int) ([]R, error) {
+// soon as the list holds more than maxRecords records rather than after
+// it has allocated them all. Blank data or null is an empty list.
+func decodeList[R any](r io.Reader, maxRecords int) ([]R, error) {
 	dec := json.NewDecoder(r)
 	tok, err := dec.Token()
 	if err == io.EOF || err == nil && tok == nil {
@@ -327,8 +332,8 @@ func decodeList[R any](r io.Reader, max int) ([]R, error) {
 	}
 	var out []R
 	for dec.More() {
-		if len(out) == max {
-			return nil, fmt.Errorf("more than %d records", max)
+		if len(out) == maxRecords {
+			return nil, fmt.Errorf("more than %d records", maxRecords)
 		}
 		var rec R
 		if err := dec.Decode(&rec); err != nil {
@@ -352,14 +357,18 @@ func decodeList[R any](r io.Reader, max int) ([]R, error) {
 // notAList says the data is no list of records, unless reading it failed.
 func notAList(err error) error {
 	var readErr *readError
-	if errors.Is(err, errTooLarge) || errors.As(err, &readErr) {
+	if errors.Is(err, errTooLarge) || errors.Is(err, errTooManyItems) || errors.As(err, &readErr) {
 		return err
 	}
 	return fmt.Errorf("not a list of records: %w", err)
 }
 
-// errTooLarge ends data longer than a format allows.
-var errTooLarge = errors.New("too large")
+// Errors of a boundedReader: data longer than a format allows, or with
+// more items.
+var (
+	errTooLarge     = errors.New("too large")
+	errTooManyItems = errors.New("too many items")
+)
 
 // readError is a failure to read the data (corrupt gzip), as opposed to
 // data that does not decode.
@@ -367,30 +376,74 @@ type readError struct{ err error }
 
 func (e *readError) Error() string { return e.err.Error() }
 
-// limitedReader fails with errTooLarge once more than left bytes were
-// read, rather than end the data early as io.LimitReader does, and tells
-// read failures apart as *readError.
-type limitedReader struct {
-	r    io.Reader
-	left int
+// boundedReader passes data on until it holds more than bytesLeft bytes
+// or itemsLeft items (see itemCounter), then fails, rather than end the
+// data early as io.LimitReader does; it tells read failures apart as
+// *readError. Counting as the data streams stops a record of millions of
+// empty strings before the decoder holds it whole.
+//
+// It fills each read: json.Decoder scans blank space again after every
+// read, so the short reads of a gzip stream would make a megabyte of it
+// cost a second.
+type boundedReader struct {
+	r                    io.Reader
+	bytesLeft, itemsLeft int
+	items                itemCounter
 }
 
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.left < 0 {
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.bytesLeft < 0 {
 		return 0, errTooLarge
 	}
-	if len(p) > l.left+1 {
-		p = p[:l.left+1]
+	if b.itemsLeft < 0 {
+		return 0, errTooManyItems
 	}
-	n, err := l.r.Read(p)
-	l.left -= n
+	if len(p) > b.bytesLeft+1 {
+		p = p[:b.bytesLeft+1]
+	}
+	var n int
+	var err error
+	for n < len(p) && err == nil {
+		var m int
+		m, err = b.r.Read(p[n:])
+		n += m
+	}
+	b.bytesLeft -= n
+	b.itemsLeft -= b.items.count(p[:n])
 	switch {
-	case l.left < 0:
+	case b.bytesLeft < 0:
 		return 0, errTooLarge
+	case b.itemsLeft < 0:
+		return 0, errTooManyItems
 	case err != nil && err != io.EOF:
 		return n, &readError{err}
 	}
 	return n, err
+}
+
+// itemCounter counts the list elements and object members in JSON text,
+// what decoding allocates for beyond the bytes it copies: each follows a
+// '[', '{' or ',' outside a string (an empty list or object counts one).
+type itemCounter struct {
+	inString, escaped bool
+}
+
+func (c *itemCounter) count(p []byte) int {
+	n := 0
+	for _, b := range p {
+		switch {
+		case c.escaped:
+			c.escaped = false
+		case c.inString:
+			c.escaped = b == '\\'
+			c.inString = b != '"'
+		case b == '"':
+			c.inString = true
+		case b == '[' || b == '{' || b == ',':
+			n++
+		}
+	}
+	return n
 }
 
 // size renders a byte count for messages.

@@ -1,8 +1,6 @@
 package recordstore
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +22,8 @@ type item struct {
 	Name  string `json:"name"`
 	Value string `json:"value,omitempty"`
 	// Sticky items win a merge against this writer's.
-	Sticky bool `json:"sticky,omitempty"`
+	Sticky bool     `json:"sticky,omitempty"`
+	Tags   []string `json:"tags,omitempty"`
 }
 
 var items = Format[item]{
@@ -33,6 +33,7 @@ var items = Format[item]{
 	GzipKey:    "records.json.gz",
 	LegacyKey:  "items.json",
 	MaxRecords: 1000,
+	MaxItems:   4096,
 	MaxBytes:   1 << 20,
 }
 
@@ -123,6 +124,8 @@ func TestEncodingRefusesWhatItCouldNotReadBack(t *testing.T) {
 	}{
 		"too many records":            {items, make([]item, items.MaxRecords+1), "test items holds 1001 records, more than the 1000 it may"},
 		"too many bytes":              {items, []item{{Name: "a", Value: strings.Repeat("x", 1<<20)}}, "more than the 1 MiB it may"},
+		"too many items":              {items, []item{{Name: "a", Tags: make([]string, 4094)}}, "1 records with 4097 list elements and object members, more than the 4096 it may"},
+		"as many items as it may":     {items, []item{{Name: "a", Tags: make([]string, 4093)}}, ""},
 		"more than a ConfigMap holds": {big, incompressible, "more than a ConfigMap can hold"},
 		"what a ConfigMap holds":      {big, incompressible[:100], ""},
 	} {
@@ -135,23 +138,10 @@ func TestEncodingRefusesWhatItCouldNotReadBack(t *testing.T) {
 	}
 }
 
-func gzipped(t *testing.T, s string) []byte {
-	t.Helper()
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	if _, err := zw.Write([]byte(s)); err != nil {
-		t.Fatal(err)
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return z.Bytes()
-}
-
 func TestLoadSaysWhyItCannotRead(t *testing.T) {
 	tooMany := "[" + strings.Repeat(`{"name":"x"},`, items.MaxRecords) + `{"name":"x"}]`
 	tooLarge := `[{"name":"` + strings.Repeat("x", items.MaxBytes) + `"}]`
-	truncated := gzipped(t, `[{"name":"a"}]`)
+	truncated := recordstoretest.Gzip(t, `[{"name":"a"}]`, "", 0, "")
 	truncated = truncated[:len(truncated)-6]
 	for name, tc := range map[string]struct {
 		cm      *corev1.ConfigMap
@@ -168,7 +158,7 @@ func TestLoadSaysWhyItCannotRead(t *testing.T) {
 		"corrupt gzip":      {configMap(nil, map[string][]byte{"records.json.gz": truncated}), "records.json.gz", "corrupt gzip data", false},
 		"too many records":  {configMap(map[string]string{"records.json": tooMany}, nil), "records.json", "more than 1000 records", false},
 		"too large":         {configMap(map[string]string{"records.json": tooLarge}, nil), "records.json", "the records take more than 1 MiB", false},
-		"too large gzipped": {configMap(nil, map[string][]byte{"records.json.gz": gzipped(t, tooLarge)}), "records.json.gz", "decompress to more than 1 MiB", false},
+		"too large gzipped": {configMap(nil, map[string][]byte{"records.json.gz": recordstoretest.Gzip(t, tooLarge, "", 0, "")}), "records.json.gz", "decompress to more than 1 MiB", false},
 		"a bad legacy key":  {configMap(map[string]string{"items.json": "{"}, nil), "items.json", "not a list of records", false},
 		"blank":             {configMap(map[string]string{"records.json": " \n"}, nil), "", "", true},
 		"null":              {configMap(map[string]string{"records.json": "null"}, nil), "", "", true},
@@ -192,25 +182,58 @@ func TestLoadSaysWhyItCannotRead(t *testing.T) {
 	}
 }
 
-// TestAHostileGzipIsRefusedCheaply: some KiB of gzip that inflate to
-// millions of empty records are refused after MaxRecords of them, without
-// allocating the rest.
+// TestAHostileGzipIsRefusedCheaply: 16 KiB of gzip that inflate to
+// millions of empty records, or to a record of millions of empty strings,
+// are refused once past the limits, without allocating the rest.
 func TestAHostileGzipIsRefusedCheaply(t *testing.T) {
 	const n = 5_600_000
-	bomb := recordstoretest.EmptyRecordsGzip(t, n)
-	// The records fit the bytes limit: only their count stops them.
-	f := items
-	f.MaxBytes = 64 << 20
-	store := NewConfigMapStore(kubefake.NewClientset(configMap(nil, map[string][]byte{"records.json.gz": bomb})), "ns", "items", f)
-	var err error
-	allocated := recordstoretest.AllocatedBytes(func() { _, err = store.Load(context.Background()) })
-	t.Logf("%d bytes of gzip holding %d records: read after allocating %d KiB", len(bomb), n, allocated>>10)
-	if allocated > 50<<20 {
-		t.Errorf("reading the records allocated %d MiB", allocated>>20)
+	for name, tc := range map[string]struct {
+		bomb []byte
+		want string
+	}{
+		"empty records":             {recordstoretest.EmptyRecordsGzip(t, n), "more than 1000 records"},
+		"a record of empty strings": {recordstoretest.Gzip(t, `[{"name":"a","tags":[`, `"",`, n-1, `""]}]`), "more than 4096 list elements and object members"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			// The records fit the bytes limit: only their count stops them.
+			f := items
+			f.MaxBytes = 64 << 20
+			store := NewConfigMapStore(kubefake.NewClientset(configMap(nil, map[string][]byte{"records.json.gz": tc.bomb})), "ns", "items", f)
+			var err error
+			allocated := recordstoretest.AllocatedBytes(func() { _, err = store.Load(context.Background()) })
+			t.Logf("%d bytes of gzip holding %d items: read after allocating %d KiB", len(tc.bomb), n, allocated>>10)
+			if allocated > 50<<20 {
+				t.Errorf("reading the records allocated %d MiB", allocated>>20)
+			}
+			var unreadable *UnreadableError
+			if !errors.As(err, &unreadable) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want %q", err, tc.want)
+			}
+		})
 	}
-	var unreadable *UnreadableError
-	if !errors.As(err, &unreadable) || !strings.Contains(err.Error(), "more than 1000 records") {
-		t.Errorf("got %v, want the records refused", err)
+}
+
+func TestItemCounterCountsOutsideStringsAcrossReads(t *testing.T) {
+	text := `[{"name":"a,[{","tags":["\"]",",{"]},{"name":"\\"},[],{}]`
+	var whole itemCounter
+	// The list's 4 elements, 3 members, 2 tags, and one each for the
+	// empty list and object; none of the brackets and commas in strings.
+	if got := whole.count([]byte(text)); got != 11 {
+		t.Errorf("counted %d items, want 11", got)
+	}
+	for cut := range len(text) {
+		var c itemCounter
+		if got := c.count([]byte(text[:cut])) + c.count([]byte(text[cut:])); got != 11 {
+			t.Errorf("read in two at %d: %d items, want 11", cut, got)
+		}
+	}
+}
+
+func TestBoundedReaderFillsEachRead(t *testing.T) {
+	r := &boundedReader{r: iotest.OneByteReader(strings.NewReader("[1, 2]")), bytesLeft: 100, itemsLeft: 100}
+	p := make([]byte, 4)
+	if n, err := r.Read(p); n != 4 || err != nil {
+		t.Errorf("read %d bytes (%v), want 4: a short read makes json.Decoder scan again", n, err)
 	}
 }
 

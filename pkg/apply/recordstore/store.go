@@ -31,10 +31,13 @@ type Format[R any] struct {
 	// LegacyKey, when set, is read when neither key is present, so that
 	// records written by an older release are not lost. A save drops it.
 	LegacyKey string
-	// MaxRecords and MaxBytes bound what a read decodes (MaxBytes once
-	// decompressed) and what a save writes: a small gzip could otherwise
-	// inflate to gigabytes or to millions of empty records.
-	MaxRecords, MaxBytes int
+	// MaxRecords, MaxItems and MaxBytes bound what a read decodes and a
+	// save writes: the records, the list elements and object members they
+	// hold in all, and their JSON once decompressed. A few KiB of gzip
+	// could otherwise inflate to gigabytes, millions of empty records, or
+	// a record with millions of empty strings, each a 16-byte header.
+	// All three are required: zero admits nothing.
+	MaxRecords, MaxItems, MaxBytes int
 	// PreferStored, when set, says whether a stored record wins over this
 	// writer's for the same key in a merge; by default this writer's wins,
 	// as it acted last.

@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"io"
 	"runtime"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,25 +41,36 @@ func Verbs(actions []clienttesting.Action) []string {
 	return out
 }
 
-// EmptyRecordsGzip returns a gzipped JSON list of n empty objects: a few
-// KiB that decode to n records.
-func EmptyRecordsGzip(t testing.TB, n int) []byte {
+// Gzip returns head, then body n times, then tail, gzipped: a few KiB
+// can hold many MiB.
+func Gzip(t testing.TB, head, body string, n int, tail string) []byte {
 	t.Helper()
 	var z bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&z, gzip.BestCompression)
-	if err != nil {
-		t.Fatal(err)
+	zw := gzip.NewWriter(&z)
+	io.WriteString(zw, head)
+	if body != "" {
+		// Whole chunks of body keep the writes few.
+		per := max(1, (64<<10)/len(body))
+		chunk := strings.Repeat(body, per)
+		for left := n; left > 0; left -= per {
+			io.WriteString(zw, chunk[:len(body)*min(left, per)])
+		}
 	}
-	chunk := bytes.Repeat([]byte("{},"), 4096)
-	zw.Write([]byte("["))
-	for left := n - 1; left > 0; left -= 4096 {
-		zw.Write(chunk[:3*min(left, 4096)])
-	}
-	zw.Write([]byte("{}]"))
+	io.WriteString(zw, tail)
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
 	return z.Bytes()
+}
+
+// EmptyRecordsGzip returns a gzipped JSON list of n empty objects: 16 KiB
+// hold 5.6 M of them.
+func EmptyRecordsGzip(t testing.TB, n int) []byte {
+	t.Helper()
+	if n == 0 {
+		return Gzip(t, "[]", "", 0, "")
+	}
+	return Gzip(t, "[", "{},", n-1, "{}]")
 }
 
 // AllocatedBytes returns how many bytes the heap allocated while f ran.
