@@ -74,7 +74,7 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitFailed, fmt.Errorf("get ClusterVersion %s: %w", o.name, err))
 	}
-	ledger := &deletion.ConfigMapStore{Client: kube, Namespace: o.cluster.namespace, Name: apply.DefaultSelf().Ledger}
+	ledger := deletion.NewConfigMapStore(kube, o.cluster.namespace, apply.DefaultSelf().Ledger)
 	records, err := ledger.Load(ctx)
 	var unreadable *deletion.UnreadableError
 	switch {

@@ -45,10 +45,10 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 	}
 	self := cfg.Self.WithDefaults()
 	if cfg.Ledger == nil {
-		cfg.Ledger = &deletion.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.Ledger}
+		cfg.Ledger = deletion.NewConfigMapStore(kube, self.Namespace, self.Ledger)
 	}
 	if cfg.CleanupStore == nil {
-		cfg.CleanupStore = &cleanup.ConfigMapStore{Client: kube, Namespace: self.Namespace, Name: self.OperandCleanup}
+		cfg.CleanupStore = cleanup.NewConfigMapStore(kube, self.Namespace, self.OperandCleanup)
 	}
 	return New(cfg)
 }

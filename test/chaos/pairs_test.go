@@ -37,7 +37,7 @@ func newEngine(t *testing.T, cfg *rest.Config, ledgerNS string) *apply.Engine {
 		t.Fatal(err)
 	}
 	e, err := apply.NewForConfig(cfg, apply.Config{
-		Ledger: &deletion.ConfigMapStore{Client: kube, Namespace: ledgerNS, Name: ledgerName},
+		Ledger: deletion.NewConfigMapStore(kube, ledgerNS, ledgerName),
 	})
 	if err != nil {
 		t.Fatal(err)

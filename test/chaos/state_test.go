@@ -231,7 +231,7 @@ func (e *env) presentMarked(t *testing.T, ctx context.Context) map[payload.Objec
 // ledgerProblems checks the ledger as stored in the cluster: every object
 // v2 marks has a record that says it is gone.
 func (e *env) ledgerProblems(ctx context.Context, namespace, name string) []string {
-	recs, err := (&deletion.ConfigMapStore{Client: e.kube, Namespace: namespace, Name: name}).Load(ctx)
+	recs, err := deletion.NewConfigMapStore(e.kube, namespace, name).Load(ctx)
 	if err != nil {
 		return []string{fmt.Sprintf("load ledger %s/%s: %v", namespace, name, err)}
 	}

@@ -196,7 +196,7 @@ func TestARestartMidCleanupCarriesItOn(t *testing.T) {
 	})
 	waitUntil("the cleanup is persisted", func() bool {
 		cm, err := c.kube.CoreV1().ConfigMaps("openshift-cluster-version").Get(context.Background(), "payload-applier-operand-cleanup", metav1.GetOptions{})
-		return err == nil && strings.Contains(cm.Data["cleanups.json"], `"startedAt"`)
+		return err == nil && strings.Contains(cm.Data["records.json"], `"startedAt"`)
 	})
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)

@@ -333,8 +333,8 @@ func cleanupStartedAt(t *testing.T, c *clients) string {
 		Component string `json:"component"`
 		StartedAt string `json:"startedAt"`
 	}
-	if err := json.Unmarshal([]byte(cm.Data["cleanups.json"]), &recs); err != nil || len(recs) != 1 || recs[0].StartedAt == "" {
-		t.Fatalf("cleanup records %s: %v", cm.Data["cleanups.json"], err)
+	if err := json.Unmarshal([]byte(cm.Data["records.json"]), &recs); err != nil || len(recs) != 1 || recs[0].StartedAt == "" {
+		t.Fatalf("cleanup records %s: %v", cm.Data["records.json"], err)
 	}
 	return recs[0].StartedAt
 }

@@ -341,7 +341,7 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 			fail("want the ClusterOperator gone and the namespace and CRD kept; ClusterOperator %t, namespace %t, CRD %t", coExists, nsExists, crdExists)
 		}
 		self := apply.DefaultSelf()
-		recs, err := (&deletion.ConfigMapStore{Client: w.kube, Namespace: self.Namespace, Name: self.Ledger}).Load(ctx)
+		recs, err := deletion.NewConfigMapStore(w.kube, self.Namespace, self.Ledger).Load(ctx)
 		if err != nil {
 			return err
 		}

@@ -107,7 +107,7 @@ func newEngine(t testing.TB, ledgerNS string) *apply.Engine {
 		t.Fatal(err)
 	}
 	e, err := apply.NewForConfig(cfg, apply.Config{
-		Ledger: &deletion.ConfigMapStore{Client: kube, Namespace: ledgerNS, Name: "ledger"},
+		Ledger: deletion.NewConfigMapStore(kube, ledgerNS, "ledger"),
 	})
 	if err != nil {
 		t.Fatal(err)

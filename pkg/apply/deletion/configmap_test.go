@@ -1,13 +1,10 @@
 package deletion
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -22,6 +19,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/recordstore/recordstoretest"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -40,44 +38,40 @@ func TestConfigMapStoreEncodings(t *testing.T) {
 		return recs
 	}
 	tests := map[string]struct {
-		records int
-		// noise adds incompressible bytes to each record's LastError.
-		noise    int
+		records  int
 		wantKey  string
-		wantFail bool
+		wantFail string
 	}{
-		"empty":                         {records: 0, wantKey: ledgerDataKey},
-		"small stays readable":          {records: 10, wantKey: ledgerDataKey},
-		"large is compressed":           {records: 5000, wantKey: ledgerGzipKey},
-		"beyond a ConfigMap is refused": {records: 300, noise: 8192, wantFail: true},
+		"empty":                {records: 0, wantKey: "records.json"},
+		"small stays readable": {records: 10, wantKey: "records.json"},
+		"large is compressed":  {records: 5000, wantKey: "records.json.gz"},
+		"too many is refused":  {records: RecordFormat.MaxRecords + 1, wantFail: "the delete ledger holds 20001 records, more than the 20000 it may"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			recs := many(tc.records)
-			rnd := rand.New(rand.NewPCG(1, 2))
-			for i := range recs {
-				b := make([]byte, tc.noise)
-				for j := range b {
-					b[j] = byte('a' + rnd.IntN(26))
-				}
-				recs[i].LastError = string(b)
-			}
-			data, bin, err := encodeLedger(recs)
-			if tc.wantFail {
-				if err == nil || !strings.Contains(err.Error(), "more than a ConfigMap can hold") {
-					t.Fatalf("err = %v, want the size refused", err)
+			ctx := context.Background()
+			kube := kubefake.NewClientset()
+			err := NewConfigMapStore(kube, "ns", "ledger").Save(ctx, recs)
+			if tc.wantFail != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantFail) {
+					t.Fatalf("err = %v, want %q", err, tc.wantFail)
 				}
 				return
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, ok := data[tc.wantKey]; !ok {
-				if _, ok := bin[tc.wantKey]; !ok {
-					t.Fatalf("records stored under %v %v, want key %s", keys(data), len(bin), tc.wantKey)
+			cm, err := kube.CoreV1().ConfigMaps("ns").Get(ctx, "ledger", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := cm.Data[tc.wantKey]; !ok {
+				if _, ok := cm.BinaryData[tc.wantKey]; !ok {
+					t.Fatalf("records stored under %v %v, want key %s", cm.Data, len(cm.BinaryData), tc.wantKey)
 				}
 			}
-			got, _, err := decodeLedger(&corev1.ConfigMap{Data: data, BinaryData: bin})
+			got, err := NewConfigMapStore(kube, "ns", "ledger").Load(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,18 +84,10 @@ func TestConfigMapStoreEncodings(t *testing.T) {
 	}
 }
 
-func keys(m map[string]string) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 func TestConfigMapStoreSavesWithOnePutAndRecoversFromConflicts(t *testing.T) {
 	ctx := context.Background()
-	kube := kubefake.NewSimpleClientset()
-	l := &ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"}
+	kube := kubefake.NewClientset()
+	l := NewConfigMapStore(kube, "ns", "ledger")
 	rec := Record{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: "x"}, State: Pending}
 	if err := l.Save(ctx, []Record{rec}); err != nil {
 		t.Fatal(err)
@@ -111,70 +97,56 @@ func TestConfigMapStoreSavesWithOnePutAndRecoversFromConflicts(t *testing.T) {
 	if err := l.Save(ctx, []Record{rec}); err != nil {
 		t.Fatal(err)
 	}
-	if verbs := actionVerbs(kube.Actions()); !reflect.DeepEqual(verbs, []string{"update"}) {
+	if verbs := recordstoretest.Verbs(kube.Actions()); !reflect.DeepEqual(verbs, []string{"update"}) {
 		t.Errorf("second save sent %v, want one update", verbs)
 	}
 
 	// Another writer changes the ConfigMap: the save reads it again and
 	// writes the records it holds.
-	conflicts := 1
-	kube.PrependReactor("update", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
-		if conflicts == 0 {
-			return false, nil, nil
-		}
-		conflicts--
-		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "configmaps"}, "ledger", errors.New("stale"))
-	})
+	recordstoretest.ConflictNextUpdates(kube, 1)
 	kube.ClearActions()
 	rec.State = Absent
 	if err := l.Save(ctx, []Record{rec}); err != nil {
 		t.Fatal(err)
 	}
-	if verbs := actionVerbs(kube.Actions()); !reflect.DeepEqual(verbs, []string{"update", "get", "update"}) {
+	if verbs := recordstoretest.Verbs(kube.Actions()); !reflect.DeepEqual(verbs, []string{"update", "get", "update"}) {
 		t.Errorf("save after a conflict sent %v, want update, get, update", verbs)
 	}
-	got, err := (&ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"}).Load(ctx)
+	got, err := NewConfigMapStore(kube, "ns", "ledger").Load(ctx)
 	if err != nil || len(got) != 1 || got[0].State != Absent {
 		t.Errorf("stored %+v (%v), want the record Absent", got, err)
 	}
 }
 
-func actionVerbs(as []clienttesting.Action) []string {
-	var out []string
-	for _, a := range as {
-		out = append(out, a.GetVerb())
-	}
-	return out
-}
-
 func TestAnUnreadableLedgerSaysWhyAndIsBounded(t *testing.T) {
-	var bomb bytes.Buffer
-	zw := gzip.NewWriter(&bomb)
-	zeros := make([]byte, 1<<20)
-	for range (maxLedgerBytes >> 20) + 1 {
-		if _, err := zw.Write(zeros); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	// Valid JSON past the 64 MiB limit, a few hundred KiB gzipped.
+	bomb := recordstoretest.Gzip(t, `[{"lastError":"`, strings.Repeat("a", 1<<20), (RecordFormat.MaxBytes>>20)+1, `"}]`)
 	for name, tc := range map[string]struct {
 		cm   *corev1.ConfigMap
 		want string
 	}{
-		"garbage":       {&corev1.ConfigMap{Data: map[string]string{ledgerDataKey: "{not json"}}, "not a list of delete records"},
-		"not gzip":      {&corev1.ConfigMap{BinaryData: map[string][]byte{ledgerGzipKey: []byte("plain")}}, "gzip"},
-		"a gzip bomb":   {&corev1.ConfigMap{BinaryData: map[string][]byte{ledgerGzipKey: bomb.Bytes()}}, "more than 64 MiB"},
-		"a wrong shape": {&corev1.ConfigMap{Data: map[string]string{ledgerDataKey: `{"id": 1}`}}, "not a list of delete records"},
+		"garbage":       {&corev1.ConfigMap{Data: map[string]string{"records.json": "{not json"}}, "not a list of records"},
+		"not gzip":      {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": []byte("plain")}}, "not gzip data"},
+		"a gzip bomb":   {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": bomb}}, "more than 64 MiB"},
+		"a wrong shape": {&corev1.ConfigMap{Data: map[string]string{"records.json": `{"id": 1}`}}, "not a list of records"},
+		// 16 KiB of gzip each, that inflate to 5.6 M records or strings.
+		"too many records": {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": recordstoretest.EmptyRecordsGzip(t, 5_600_000)}}, "more than 20000 records"},
+		"too many strings": {&corev1.ConfigMap{BinaryData: map[string][]byte{"records.json.gz": recordstoretest.Gzip(t, `[{"finalizers":[`, `"",`, 5_600_000, `""]}]`)}}, "more than 1048576 list elements"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			tc.cm.Name, tc.cm.Namespace = "ledger", "ns"
-			store := &ConfigMapStore{Client: kubefake.NewClientset(tc.cm), Namespace: "ns", Name: "ledger"}
-			_, err := store.Load(context.Background())
+			store := NewConfigMapStore(kubefake.NewClientset(tc.cm), "ns", "ledger")
+			var err error
+			allocated := recordstoretest.AllocatedBytes(func() { _, err = store.Load(context.Background()) })
 			var unreadable *UnreadableError
-			if !errors.As(err, &unreadable) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "configmap ns/ledger") {
+			if !errors.As(err, &unreadable) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "delete ledger in configmap ns/ledger, key records.json") {
 				t.Errorf("got %v, want an UnreadableError naming the ConfigMap and %q", err, tc.want)
+			}
+			t.Logf("refused after allocating %d KiB", allocated>>10)
+			if strings.HasPrefix(name, "too many") {
+				if allocated > 50<<20 {
+					t.Errorf("refusing them allocated %d MiB", allocated>>20)
+				}
 			}
 		})
 	}
@@ -203,7 +175,7 @@ func TestTwoWritersLoseNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	writer := func() *Ledger {
-		l := NewLedger(&ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"})
+		l := NewLedger(NewConfigMapStore(kube, "ns", "ledger"))
 		if err := l.Load(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +195,7 @@ func TestTwoWritersLoseNothing(t *testing.T) {
 	if err := apply.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := (&ConfigMapStore{Client: kube, Namespace: "ns", Name: "ledger"}).Load(ctx)
+	stored, err := NewConfigMapStore(kube, "ns", "ledger").Load(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,39 +211,42 @@ func TestTwoWritersLoseNothing(t *testing.T) {
 	}
 }
 
-func TestMergeRecords(t *testing.T) {
-	id := func(name string) payload.ObjectID {
-		return payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}
-	}
+// TestAMergeKeepsTheOtherWritersKnowledgeOfAReappearance: two writers
+// hold a record of the same object; the one that saves second, after a
+// conflict, keeps its own record unless the stored one knows that the
+// object reappeared under another UID.
+func TestAMergeKeepsTheOtherWritersKnowledgeOfAReappearance(t *testing.T) {
+	ctx := context.Background()
 	rec := func(name string, state State, uid string) Record {
-		return Record{ID: id(name), Release: "2", State: state, UID: types.UID(uid)}
+		return Record{ID: payload.ObjectID{Kind: "ConfigMap", Namespace: "ns", Name: name}, Release: "2", State: state, UID: types.UID(uid)}
 	}
 	back := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	reappeared := rec("same", Completed, "u2")
 	reappeared.ReappearedAt = &back
-	pruned := rec("pruned", Completed, "u1")
-	ours := []Record{rec("mine", InProgress, "u1"), rec("same", InProgress, "u1"), rec("both", InProgress, "u1")}
-	stored := []Record{rec("theirs", Pending, "u1"), reappeared, rec("both", Pending, "u1"), pruned}
-	base := map[payload.ObjectID]Record{pruned.ID: pruned}
+	kube := kubefake.NewClientset()
+	ours := NewConfigMapStore(kube, "ns", "ledger")
+	if err := ours.Save(ctx, []Record{rec("same", InProgress, "u1"), rec("both", InProgress, "u1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewConfigMapStore(kube, "ns", "ledger").Save(ctx, []Record{reappeared, rec("both", Pending, "u1")}); err != nil {
+		t.Fatal(err)
+	}
 
-	merged, foreign := mergeRecords(ours, stored, base)
-	got := map[string]Record{}
-	for _, r := range merged {
-		got[r.ID.Name] = r
+	recordstoretest.ConflictNextUpdates(kube, 1)
+	if err := ours.Save(ctx, []Record{rec("same", Completed, "u1"), rec("both", Completed, "u1")}); err != nil {
+		t.Fatal(err)
 	}
-	if _, ok := got["pruned"]; ok {
-		t.Error("a record this writer pruned must not come back")
+	stored, err := NewConfigMapStore(kube, "ns", "ledger").Load(ctx)
+	if err != nil || len(stored) != 2 {
+		t.Fatalf("stored %+v (%v), want both records", stored, err)
 	}
-	if got["theirs"].State != Pending || got["mine"].State != InProgress {
-		t.Errorf("each writer's own objects must be kept: %+v", got)
+	if both := stored[0]; both.ID.Name != "both" || both.State != Completed {
+		t.Errorf("for an object both have, this writer's record wins: %+v", both)
 	}
-	if got["both"].State != InProgress {
-		t.Errorf("for an object both have, this writer's record wins: %+v", got["both"])
+	if same := stored[1]; same.ReappearedAt == nil || same.UID != "u2" {
+		t.Errorf("the other writer's knowledge that an object reappeared must be kept, as it only ever stops a delete: %+v", same)
 	}
-	if got["same"].ReappearedAt == nil {
-		t.Error("the other writer's knowledge that an object reappeared must be kept: it only ever stops a delete")
-	}
-	if len(foreign) != 2 {
-		t.Errorf("foreign = %v, want the other writer's new record and its reappearance", foreign)
+	if foreign := ours.Foreign(); len(foreign) != 1 || foreign[0].ReappearedAt == nil {
+		t.Errorf("foreign = %+v, want the reappearance handed to the ledger", foreign)
 	}
 }
