@@ -19,6 +19,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/apply/recordstore"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -267,7 +268,7 @@ func syncRandomDeletes(t *testing.T, data []byte) (operands int) {
 		}
 		corruptCleanups := in.pick(4) == 0
 		if corruptCleanups {
-			e.cleanups = cleanups{store: &unreadableStore{}}
+			e.cleanups = recordstore.NewLedger[cleanup.Record](&unreadableStore{}, cleanup.RecordFormat)
 		}
 		policy := []cleanup.Policy{"", cleanup.PolicyOrphan, cleanup.PolicyDelete}[in.pick(3)]
 		opts := SyncOptions{Mode: mode, Backoff: &wait.Backoff{Duration: time.Millisecond, Steps: 1},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/apply/recordstore"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -75,7 +76,7 @@ type Engine struct {
 	discovery discovery.DiscoveryInterface
 	mapper    *mapper
 	ledger    *deletion.Ledger
-	cleanups  cleanups
+	cleanups  *recordstore.Ledger[cleanup.Record]
 	protected map[payload.ObjectID]string
 	recorder  record.EventRecorder
 	eventObj  runtime.Object
@@ -131,7 +132,7 @@ func New(cfg Config) (*Engine, error) {
 		discovery:     cfg.Discovery,
 		mapper:        newMapper(cfg.Mapper, cfg.Clock),
 		ledger:        deletion.NewLedger(cfg.Ledger),
-		cleanups:      cleanups{store: cfg.CleanupStore},
+		cleanups:      recordstore.NewLedger(cfg.CleanupStore, cleanup.RecordFormat),
 		protected:     cfg.Self.Protected(),
 		recorder:      cfg.Recorder,
 		eventObj:      cfg.EventObject,
@@ -230,7 +231,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	if ledgerErr != nil && !errors.As(ledgerErr, &unreadable) {
 		return nil, ledgerErr
 	}
-	cleanupErr := e.cleanups.load(ctx)
+	cleanupErr := e.cleanups.Load(ctx)
 	if cleanupErr != nil && !errors.As(cleanupErr, &unreadable) {
 		return nil, cleanupErr
 	}
@@ -244,7 +245,11 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	// operands it is about; it is never overwritten.
 	p.cleanupErr = cleanupErr
 	if cleanupErr == nil {
-		e.cleanups.keepOnly(p.candidates)
+		// A retarget away from a removal stops its cleanup.
+		e.cleanups.Prune(func(r cleanup.Record) bool {
+			_, removed := p.candidates[r.Component]
+			return !removed
+		})
 	}
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
@@ -256,7 +261,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	walks := p.run(ctx, true)
 	if cleanupErr == nil {
-		if err := e.cleanups.flush(ctx); err != nil {
+		if err := e.cleanups.Flush(ctx); err != nil {
 			e.warn("OperandCleanupNotSaved", fmt.Sprintf("The operand cleanup state could not be saved; the next pass tries again: %v", err))
 		}
 	}
@@ -350,7 +355,7 @@ func (p *pass) result(walks graph.PassResult) *SyncResult {
 		}
 	}
 	r.Deletes = deletion.Summarize(p.e.ledger.All(), p.e.clock.Now(), p.opts.StuckAfter)
-	r.Cleanups = p.e.cleanups.all()
+	r.Cleanups = p.e.cleanups.All()
 	p.e.reportStuck(r.Deletes.Stuck, p.opts.StuckAfter)
 	return r
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,99 +18,12 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// cleanups is the engine's memory of operand cleanups, loaded once from
-// its store and saved at the end of a pass that changed it.
-type cleanups struct {
-	store  cleanup.Store
-	mu     sync.Mutex
-	loaded bool
-	dirty  bool
-	recs   map[string]cleanup.Record
-}
-
-func (c *cleanups) load(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.loaded {
-		return nil
-	}
-	recs, err := c.store.Load(ctx)
-	if err != nil {
-		return fmt.Errorf("load operand cleanups: %w", err)
-	}
-	c.recs = map[string]cleanup.Record{}
-	for _, r := range recs {
-		c.recs[r.Component] = r
-	}
-	c.loaded = true
-	return nil
-}
-
-func (c *cleanups) get(component string) (cleanup.Record, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.recs[component]
-	return r, ok
-}
-
-func (c *cleanups) set(r cleanup.Record) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.recs[r.Component] = r
-	c.dirty = true
-}
-
-// keepOnly forgets the cleanups of components the release no longer
-// removes: a retarget away from a removal stops its cleanup.
-func (c *cleanups) keepOnly(components map[string]cleanup.Candidate) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for name := range c.recs {
-		if _, ok := components[name]; !ok {
-			delete(c.recs, name)
-			c.dirty = true
-		}
-	}
-}
-
-func (c *cleanups) all() []cleanup.Record {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]cleanup.Record, 0, len(c.recs))
-	for _, r := range c.recs {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Component < out[j].Component })
-	return out
-}
-
-func (c *cleanups) flush(ctx context.Context) error {
-	c.mu.Lock()
-	if !c.dirty {
-		c.mu.Unlock()
-		return nil
-	}
-	recs := make([]cleanup.Record, 0, len(c.recs))
-	for _, r := range c.recs {
-		recs = append(recs, r)
-	}
-	c.dirty = false
-	c.mu.Unlock()
-	if err := c.store.Save(ctx, recs); err != nil {
-		c.mu.Lock()
-		c.dirty = true
-		c.mu.Unlock()
-		return err
-	}
-	return nil
-}
-
 // Cleanups returns the operand cleanups the engine knows, for status.
 func (e *Engine) Cleanups(ctx context.Context) ([]cleanup.Record, error) {
-	if err := e.cleanups.load(ctx); err != nil {
+	if err := e.cleanups.Load(ctx); err != nil {
 		return nil, err
 	}
-	return e.cleanups.all(), nil
+	return e.cleanups.All(), nil
 }
 
 // gate is one component's cleanup gate in a pass, decided once.
@@ -183,12 +95,12 @@ func (p *pass) runGate(ctx context.Context, cand cleanup.Candidate) (bool, clean
 // change is made.
 func (e *Engine) takeCleanup(obs cleanup.Observation) cleanup.Step {
 	var prev *cleanup.Record
-	if r, ok := e.cleanups.get(obs.Component); ok {
+	if r, ok := e.cleanups.Get(obs.Component); ok {
 		prev = &r
 	}
 	step := cleanup.Next(prev, obs)
 	if step.Save {
-		e.cleanups.set(step.Record)
+		e.cleanups.Set(step.Record)
 	}
 	for _, ev := range step.Events {
 		if ev.Warning {

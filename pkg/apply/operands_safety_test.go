@@ -13,6 +13,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/apply/recordstore"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -217,7 +218,7 @@ func (s *unreadableStore) Save(context.Context, []cleanup.Record) error { s.save
 func TestAnUnreadableCleanupStateLetsAppliesGoOn(t *testing.T) {
 	c := newOperandCluster(t, true)
 	store := &unreadableStore{}
-	c.engine.cleanups = cleanups{store: store}
+	c.engine.cleanups = recordstore.NewLedger[cleanup.Record](store, cleanup.RecordFormat)
 	rel := removal(t, supportedAnn)
 	for _, d := range []planDoc{
 		{"0000_40_other_00_kept.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\n  namespace: ns\n"},

@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 )
 
@@ -56,8 +57,9 @@ func newFakeCluster(t *testing.T, releases ReleaseSource, version string) *fakeC
 	return newFakeClusterWithLedger(t, releases, version, &deletion.MemoryStore{})
 }
 
-// newFakeClusterWithLedger is newFakeCluster with the delete ledger in store.
-func newFakeClusterWithLedger(t *testing.T, releases ReleaseSource, version string, store deletion.Store) *fakeCluster {
+// newFakeClusterWithLedger is newFakeCluster with the delete ledger in
+// store, and the operand cleanup state in cleanups when given.
+func newFakeClusterWithLedger(t *testing.T, releases ReleaseSource, version string, store deletion.Store, cleanups ...cleanup.Store) *fakeCluster {
 	t.Helper()
 	c := &fakeCluster{
 		config: configfake.NewSimpleClientset(&configv1.ClusterVersion{
@@ -77,10 +79,14 @@ func newFakeClusterWithLedger(t *testing.T, releases ReleaseSource, version stri
 	c.dynamic.PrependReactor("delete", "configmaps", c.holdFinalized)
 	cfg := Config{Clock: c.clock}
 	cfg.setDefaults()
-	engine, err := apply.New(apply.Config{
+	ecfg := apply.Config{
 		Dynamic: c.dynamic, Mapper: staticMapper{rm}, Ledger: store,
 		Recorder: c.events, EventObject: cfg.eventObject(), Clock: c.clock,
-	})
+	}
+	if len(cleanups) > 0 {
+		ecfg.CleanupStore = cleanups[0]
+	}
+	engine, err := apply.New(ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}

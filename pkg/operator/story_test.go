@@ -8,7 +8,11 @@ import (
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
@@ -326,4 +330,39 @@ func TestSyncReportsAnUnreadableLedgerAndKeepsApplying(t *testing.T) {
 	cv = c.clusterVersion(t)
 	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
 	wantHistory(t, cv, "1.0.1", "1.0.0")
+}
+
+// TestSyncReportsAnUnreadableCleanupStateAndKeepsApplying: a cleanup
+// state ConfigMap that does not decode stops no pass; it is Failing and
+// Upgradeable=False, never overwritten, and clears once repaired.
+func TestSyncReportsAnUnreadableCleanupStateAndKeepsApplying(t *testing.T) {
+	ctx := context.Background()
+	kube := kubefake.NewClientset(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cleanups"},
+		Data:       map[string]string{"records.json": "[{},{"},
+	})
+	c := newFakeClusterWithLedger(t, storyStore(t), "1.0.0", &deletion.MemoryStore{}, cleanup.NewConfigMapStore(kube, "ns", "cleanups"))
+	out := c.sync(t)
+	if out.Result == nil || !out.Result.Complete() || out.Result.CleanupErr == nil {
+		t.Fatalf("result %+v: the pass must apply and report the cleanup state", out.Result)
+	}
+	cv := c.clusterVersion(t)
+	wantCondition(t, cv, ConditionFailing, configv1.ConditionTrue, ReasonOperandCleanupStateUnreadable, "configmap ns/cleanups", "Repairing the operand cleanup state")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonOperandCleanupStateUnreadable)
+	if cm, _ := kube.CoreV1().ConfigMaps("ns").Get(ctx, "cleanups", metav1.GetOptions{}); cm.Data["records.json"] != "[{},{" {
+		t.Errorf("the unreadable ConfigMap was overwritten: %v", cm.Data)
+	}
+
+	t.Log("once the ConfigMap is removed, the next pass is clean")
+	if err := kube.CoreV1().ConfigMaps("ns").Delete(ctx, "cleanups", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := c.sync(t); out.Result.CleanupErr != nil {
+		t.Fatalf("still unreadable after the repair: %v", out.Result.CleanupErr)
+	}
+	cv = c.clusterVersion(t)
+	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
+	if u := findCondition(cv.Status.Conditions, configv1.OperatorUpgradeable); u != nil && u.Reason == ReasonOperandCleanupStateUnreadable {
+		t.Errorf("Upgradeable still says %s", u.Reason)
+	}
 }
