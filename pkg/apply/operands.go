@@ -59,6 +59,7 @@ func (p *pass) runGate(ctx context.Context, cand cleanup.Candidate) (bool, clean
 	obs := cleanup.Observation{Component: cand.Component, Release: p.rel.Version, Now: p.e.clock.Now()}
 	begin := obs
 	begin.Kind, begin.Policy, begin.Update, begin.Rollback = cleanup.Begin, p.opts.OperandCleanup, p.opts.Mode == graph.ModeUpdate, p.opts.Rollback
+	begin.Claimed = p.claimsACRD(cand)
 	step := p.e.takeCleanup(begin)
 	if step.Outcome != cleanup.OutcomeJudge {
 		return step.Outcome == cleanup.OutcomeOpen, step.Record
@@ -88,6 +89,17 @@ func (p *pass) runGate(ctx context.Context, cand cleanup.Candidate) (bool, clean
 	}
 	step = p.e.takeCleanup(obs)
 	return step.Outcome == cleanup.OutcomeOpen, step.Record
+}
+
+// claimsACRD reports whether the ledger holds the delete of one of cand's
+// CRDs claimed by an update and not finished.
+func (p *pass) claimsACRD(cand cleanup.Candidate) bool {
+	for _, crd := range cand.CRDs {
+		if rec, ok := p.e.ledger.Get(crdID(crd.Name)); ok && (rec.State == deletion.Pending || rec.State == deletion.InProgress) {
+			return true
+		}
+	}
+	return false
 }
 
 // takeCleanup runs the cleanup transition on the stored record, stores

@@ -247,3 +247,23 @@ func TestAnUnreadableCleanupStateLetsAppliesGoOn(t *testing.T) {
 		t.Errorf("the unreadable store was written %d times", store.saves)
 	}
 }
+
+// TestALostCleanupStateIsCarriedOnFromTheLedger: an admin who deletes the
+// cleanup state mid-cleanup (the repair of an unreadable one) does not
+// let a reconcile remove the operator before its operands: the ledger's
+// claim on the CRD's delete carries the cleanup on.
+func TestALostCleanupStateIsCarriedOnFromTheLedger(t *testing.T) {
+	c := newOperandCluster(t, true)
+	rel := removal(t, supportedAnn)
+	if res := c.sync(t, rel, graph.ModeUpdate, cleanup.PolicyDelete); res.Cleanups[0].State != cleanup.Running {
+		t.Fatalf("setup: cleanup %+v, want running on w1", res.Cleanups[0])
+	}
+	c.engine.cleanups = recordstore.NewLedger[cleanup.Record](&cleanup.MemoryStore{}, cleanup.RecordFormat)
+	res := c.sync(t, rel, graph.ModeReconcile, cleanup.PolicyDelete)
+	if !c.exists(deploymentsGVR, "ns", "widget-operator") {
+		t.Fatal("the operator was deleted while its operand w1 still terminates")
+	}
+	if len(res.Cleanups) != 1 || res.Cleanups[0].State != cleanup.Running || res.Cleanups[0].Total() != 1 {
+		t.Errorf("cleanups %+v, want the cleanup running again on w1", res.Cleanups)
+	}
+}

@@ -67,9 +67,11 @@ type Observation struct {
 	// applies; a new record takes both.
 	Component, Release string
 
-	// Begin.
+	// Begin. Claimed: an update claimed the delete of one of the
+	// component's CRDs, and the ledger holds it under way.
 	Policy   Policy
 	Update   bool
+	Claimed  bool
 	Rollback bool
 
 	// Judged, and again with Counted and Failed, so that the record keeps
@@ -144,7 +146,8 @@ type Step struct {
 // or Running → Aborted when the admin's policy is no longer Delete.
 // Completed, Aborted, Skipped and Blocked are final while the release
 // removes the component. A cleanup starts only in an update, never in a
-// rollback; later passes of any mode carry it on.
+// rollback; later passes of any mode carry it on, and so does one whose
+// record was lost while the update's claim on the CRD's delete stands.
 func Next(prev *Record, obs Observation) Step {
 	s := &Step{Outcome: OutcomeOpen}
 	if prev != nil {
@@ -182,8 +185,9 @@ func (s *Step) begin(prev *Record, obs Observation) {
 	case obs.Rollback:
 		// Reported, so that an admin who asked for Delete learns why not.
 		s.exclude(prev, obs, []Note{{Rule: RuleNotReplaced, Message: "the update is a rollback"}})
-	case prev == nil && !obs.Update:
-		// A cleanup starts only in an update; later passes carry it on.
+	case prev == nil && !obs.Update && !obs.Claimed:
+		// A cleanup starts only for what an update asked; later passes
+		// carry it on, from the ledger's claim if its record was lost.
 	default:
 		s.Outcome = OutcomeJudge
 	}

@@ -114,6 +114,10 @@ func TestNextStartsOnlyInAnUpdateOfADeletePolicy(t *testing.T) {
 	if step := Next(recordIn(Running), obs); step.Outcome != OutcomeJudge {
 		t.Errorf("a later pass of any mode carries a running cleanup on: %+v", step)
 	}
+	obs.Claimed = true
+	if step := Next(nil, obs); step.Outcome != OutcomeJudge {
+		t.Errorf("a reconcile carries on a cleanup whose record was lost while the update's claim stands: %+v", step)
+	}
 }
 
 func TestNextAbortsWhenThePolicyIsNoLongerDelete(t *testing.T) {
