@@ -62,14 +62,19 @@ func (e *Engine) take(step deletion.Step) deletion.Step {
 	for _, t := range step.Transitions {
 		e.count(t, step.Record)
 	}
-	for _, ev := range step.Events {
+	e.emit(step.Events)
+	return step
+}
+
+// emit records the Events a transition step asks for.
+func (e *Engine) emit(events []deletion.Event) {
+	for _, ev := range events {
 		if ev.Warning {
 			e.warn(ev.Reason, ev.Message)
 		} else {
 			e.note(ev.Reason, ev.Message)
 		}
 	}
-	return step
 }
 
 // count reports a delete transition for metrics: a manifest delete's, or

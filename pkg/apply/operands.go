@@ -114,13 +114,7 @@ func (e *Engine) takeCleanup(obs cleanup.Observation) cleanup.Step {
 	if step.Save {
 		e.cleanups.Set(step.Record)
 	}
-	for _, ev := range step.Events {
-		if ev.Warning {
-			e.warn(ev.Reason, ev.Message)
-		} else {
-			e.note(ev.Reason, ev.Message)
-		}
-	}
+	e.emit(step.Events)
 	return step
 }
 

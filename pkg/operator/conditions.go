@@ -48,30 +48,31 @@ func setCondition(conds []configv1.ClusterOperatorStatusCondition, c configv1.Cl
 	return append(conds, c)
 }
 
-// ReasonDeleteLedgerUnreadable: the delete ledger's ConfigMap holds data
-// that cannot be decoded.
-const ReasonDeleteLedgerUnreadable = "DeleteLedgerUnreadable"
+// Reasons of a record store whose ConfigMap holds data that cannot be
+// decoded: the delete ledger's, or the operand cleanup state's.
+const (
+	ReasonDeleteLedgerUnreadable        = "DeleteLedgerUnreadable"
+	ReasonOperandCleanupStateUnreadable = "OperandCleanupStateUnreadable"
+)
 
 // ledgerUnreadable is the Failing condition of an unreadable ledger: it
 // says what is wrong and how to repair it.
 func ledgerUnreadable(err error) configv1.ClusterOperatorStatusCondition {
-	return configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: ReasonDeleteLedgerUnreadable,
-		Message: fmt.Sprintf("The delete ledger cannot be read (%v). Applies go ahead; no delete starts until it is repaired: "+
-			"restore the ConfigMap from a backup, or delete it; an update in progress stays in progress and starts its deletes once the ledger reads again "+
-			"(docs/operations.md, \"Repairing the delete ledger\").", err)}
+	return unreadableState(ReasonDeleteLedgerUnreadable, "delete ledger", err, "no delete starts until it is repaired",
+		"; an update in progress stays in progress and starts its deletes once the ledger reads again", "Repairing the delete ledger")
 }
 
-// ReasonOperandCleanupStateUnreadable: the operand cleanup state's
-// ConfigMap holds data that cannot be decoded.
-const ReasonOperandCleanupStateUnreadable = "OperandCleanupStateUnreadable"
-
-// cleanupStateUnreadable is the Failing condition of an unreadable operand
-// cleanup state: what is wrong, what still happens, and how to repair it.
+// cleanupStateUnreadable is the Failing condition of an unreadable
+// operand cleanup state.
 func cleanupStateUnreadable(err error) configv1.ClusterOperatorStatusCondition {
-	return configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: ReasonOperandCleanupStateUnreadable,
-		Message: fmt.Sprintf("The operand cleanup state cannot be read (%v). Applies and other deletes go ahead; no operand is deleted and no component "+
-			"with operand cleanup is removed until it is repaired: restore the ConfigMap from a backup, or delete it "+
-			"(docs/operations.md, \"Repairing the operand cleanup state\").", err)}
+	return unreadableState(ReasonOperandCleanupStateUnreadable, "operand cleanup state", err,
+		"other deletes go ahead too; no operand is deleted and no component with operand cleanup is removed until it is repaired", "", "Repairing the operand cleanup state")
+}
+
+func unreadableState(reason, what string, err error, held, after, section string) configv1.ClusterOperatorStatusCondition {
+	return configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: reason,
+		Message: fmt.Sprintf("The %s cannot be read (%v). Applies go ahead; %s: restore the ConfigMap from a backup, or delete it%s (docs/operations.md, %q).",
+			what, err, held, after, section)}
 }
 
 // removeCondition drops the condition of type t, if any.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 )
 
 // Kind is what the engine saw, or did, that may change a component's
@@ -119,11 +121,9 @@ const (
 	ReasonInProgress = "OperandCleanupInProgress"
 )
 
-// Event is a Kubernetes Event a step asks the engine to record.
-type Event struct {
-	Warning         bool
-	Reason, Message string
-}
+// Event is a Kubernetes Event a step asks the engine to record, as a
+// delete's step does.
+type Event = deletion.Event
 
 // Step is what Next decided.
 type Step struct {
