@@ -83,7 +83,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"finalizer"}),
 		cleanupState: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "payload_applier_operand_cleanup_state",
-			Help: "1 for the state of each removed component's operand cleanup: Waiting, Running, Completed, Aborted or Skipped.",
+			Help: "1 for the state of each removed component's operand cleanup: Waiting, Running, Completed, Aborted, Skipped or Blocked.",
 		}, []string{"component", "state"}),
 	}
 	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
