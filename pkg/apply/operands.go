@@ -327,8 +327,9 @@ func (p *pass) deleteOperand(ctx context.Context, crd cleanupCRD, obj *unstructu
 		p.e.count(deletion.TransitionFailed, rec)
 		var te *TaskError
 		if errors.As(err, &te) && te.Reason == ReasonDeletionRefused {
+			te.File = crd.File // the CRD delete manifest that asked for it
 			p.e.warn(string(te.Reason), te.Message)
-			return false, err
+			return false, te
 		}
 		return false, fmt.Errorf("delete %s: %w", req.id, err)
 	}

@@ -280,9 +280,8 @@ func TestOperandCleanupOfACRDNamedForABuiltinAPIDeletesNothingOfIt(t *testing.T)
 	waitFor(t, "the OperandCleanupBlocked Event", 10*time.Second, func() bool {
 		return eventIn(t, opNS, corev1.EventTypeWarning, cleanup.ReasonBlocked, builtin)
 	})
-	if cond := condition(op.clusterVersion(t), operator.ConditionOperandCleanup); cond.Reason != operator.ReasonOperandCleanupBlocked {
-		// The operator does not render the Blocked state yet: reported, not asserted.
-		t.Logf("OperandCleanup condition = %s/%s %q; the Blocked cleanup is not rendered as %s", cond.Status, cond.Reason, cond.Message, operator.ReasonOperandCleanupBlocked)
+	if cond := condition(op.clusterVersion(t), operator.ConditionOperandCleanup); cond.Status != "False" || cond.Reason != cleanup.ReasonBlocked || !strings.Contains(cond.Message, builtin) {
+		t.Errorf("OperandCleanup condition = %s/%s %q, want False/%s naming the built-in API", cond.Status, cond.Reason, cond.Message, cleanup.ReasonBlocked)
 	}
 }
 
@@ -315,7 +314,7 @@ func newOperatorFrom(t testing.TB, releases operator.ReleaseSource, cvName, ns s
 // storedCleanups reads the operand cleanup records the engine keeps in ns.
 func storedCleanups(t testing.TB, c *clients, ns string) []cleanup.Record {
 	t.Helper()
-	recs, err := (&cleanup.ConfigMapStore{Client: c.kube, Namespace: ns, Name: payload.DefaultApplier().OperandCleanup}).Load(context.Background())
+	recs, err := cleanup.NewConfigMapStore(c.kube, ns, payload.DefaultApplier().OperandCleanup).Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
