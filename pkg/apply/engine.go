@@ -1,7 +1,8 @@
 // Package apply creates, updates and deletes the objects of a release
 // payload. It is the only package that writes to the cluster's payload
 // objects, and it is the one engine behind both `payload-applier apply` and
-// the operator.
+// the operator. Every DELETE it sends, a delete manifest's or an operand
+// cleanup's, goes through pass.send and its one safety gate (safety.go).
 package apply
 
 import (

@@ -6,8 +6,11 @@
 // component's operator still runs to finish their finalizers, before
 // anything of the component is deleted.
 //
-// The package reads and writes nothing in the cluster: pkg/apply lists the
-// operands, asks Permit before each DELETE and keeps the Record.
+// The package decides; it sends nothing to the cluster. pkg/apply reads
+// the CRDs and lists the operands, sends each operand DELETE through its
+// one delete path (whose gate admits it), and stores the Record that Next,
+// the one transition, returns; the records persist through recordstore,
+// in the applier's own ConfigMap, as the delete ledger does.
 package cleanup
 
 import (

@@ -2,9 +2,11 @@
 // the record the ledger keeps of it, the one transition function that
 // changes a record, and the ledger that persists records across restarts.
 //
-// It reads and writes nothing in the cluster. pkg/apply reads the object,
-// tells Next what it saw as an Observation, stores the record Next returns
-// and does what its Outcome says. Nothing else writes a record's state.
+// It sends nothing to the cluster but its ledger's ConfigMap (through
+// recordstore). pkg/apply reads the object, tells Next what it saw as an
+// Observation, stores the record Next returns and does what its Outcome
+// says, sending any DELETE through its one delete path. Nothing else
+// writes a record's state.
 package deletion
 
 import (
