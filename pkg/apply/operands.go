@@ -59,7 +59,7 @@ func (p *pass) runGate(ctx context.Context, cand cleanup.Candidate) (bool, clean
 	obs := cleanup.Observation{Component: cand.Component, Release: p.rel.Version, Now: p.e.clock.Now()}
 	begin := obs
 	begin.Kind, begin.Policy, begin.Update, begin.Rollback = cleanup.Begin, p.opts.OperandCleanup, p.opts.Mode == graph.ModeUpdate, p.opts.Rollback
-	begin.Claimed = p.claimsACRD(cand)
+	begin.Pending = p.gateNeverOpened(cand)
 	step := p.e.takeCleanup(begin)
 	if step.Outcome != cleanup.OutcomeJudge {
 		return step.Outcome == cleanup.OutcomeOpen, step.Record
@@ -91,15 +91,24 @@ func (p *pass) runGate(ctx context.Context, cand cleanup.Candidate) (bool, clean
 	return step.Outcome == cleanup.OutcomeOpen, step.Record
 }
 
-// claimsACRD reports whether the ledger holds the delete of one of cand's
-// CRDs claimed by an update and not finished.
-func (p *pass) claimsACRD(cand cleanup.Candidate) bool {
-	for _, crd := range cand.CRDs {
-		if rec, ok := p.e.ledger.Get(crdID(crd.Name)); ok && (rec.State == deletion.Pending || rec.State == deletion.InProgress) {
-			return true
+// gateNeverOpened reports whether an update claimed the deletes of cand's
+// component and none was issued: the gate heads the chain, so its cleanup
+// never ended. A cleanup whose record was lost is carried on then, and
+// only then: once the removal went on without it, its operator may be
+// gone, and a cleanup could only wait for it.
+func (p *pass) gateNeverOpened(cand cleanup.Candidate) bool {
+	claimed := false
+	for _, m := range p.rel.Manifests {
+		if !m.Delete() || m.Component != cand.Component {
+			continue
 		}
+		rec, ok := p.e.ledger.Get(p.e.identity(m))
+		if !ok || rec.State != deletion.Pending {
+			return false
+		}
+		claimed = true
 	}
-	return false
+	return claimed
 }
 
 // takeCleanup runs the cleanup transition on the stored record, stores

@@ -250,8 +250,9 @@ func TestAnUnreadableCleanupStateLetsAppliesGoOn(t *testing.T) {
 
 // TestALostCleanupStateIsCarriedOnFromTheLedger: an admin who deletes the
 // cleanup state mid-cleanup (the repair of an unreadable one) does not
-// let a reconcile remove the operator before its operands: the ledger's
-// claim on the CRD's delete carries the cleanup on.
+// let a reconcile remove the operator before its operands: the ledger
+// shows the component's deletes claimed and none issued, so the cleanup
+// goes on. A removal that went on without a cleanup starts none.
 func TestALostCleanupStateIsCarriedOnFromTheLedger(t *testing.T) {
 	c := newOperandCluster(t, true)
 	rel := removal(t, supportedAnn)
@@ -265,5 +266,22 @@ func TestALostCleanupStateIsCarriedOnFromTheLedger(t *testing.T) {
 	}
 	if len(res.Cleanups) != 1 || res.Cleanups[0].State != cleanup.Running || res.Cleanups[0].Total() != 1 {
 		t.Errorf("cleanups %+v, want the cleanup running again on w1", res.Cleanups)
+	}
+
+	t.Log("a removal that went ahead under Orphan starts no cleanup once the admin says Delete, though its CRD still terminates")
+	c = newOperandCluster(t, true)
+	crd, err := c.dyn.Tracker().Get(crdsGVR, "", "widgets.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := crd.(*unstructured.Unstructured)
+	held.SetFinalizers([]string{"customresourcecleanup.apiextensions.k8s.io"})
+	if err := c.dyn.Tracker().Update(crdsGVR, held, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.sync(t, rel, graph.ModeUpdate, cleanup.PolicyOrphan)
+	c.deletes = nil
+	if res := c.sync(t, rel, graph.ModeReconcile, cleanup.PolicyDelete); len(res.Cleanups) != 0 || len(c.deletesOf("widgets")) != 0 {
+		t.Errorf("cleanups %+v, DELETEs %v: want none", res.Cleanups, c.deletes)
 	}
 }

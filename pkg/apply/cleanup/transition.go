@@ -69,11 +69,11 @@ type Observation struct {
 	// applies; a new record takes both.
 	Component, Release string
 
-	// Begin. Claimed: an update claimed the delete of one of the
-	// component's CRDs, and the ledger holds it under way.
+	// Begin. Pending: an update claimed the component's deletes and none
+	// was issued yet, so its gate never opened (a record lost since).
 	Policy   Policy
 	Update   bool
-	Claimed  bool
+	Pending  bool
 	Rollback bool
 
 	// Judged, and again with Counted and Failed, so that the record keeps
@@ -147,7 +147,7 @@ type Step struct {
 // Completed, Aborted, Skipped and Blocked are final while the release
 // removes the component. A cleanup starts only in an update, never in a
 // rollback; later passes of any mode carry it on, and so does one whose
-// record was lost while the update's claim on the CRD's delete stands.
+// record was lost before its gate ever opened.
 func Next(prev *Record, obs Observation) Step {
 	s := &Step{Outcome: OutcomeOpen}
 	if prev != nil {
@@ -185,7 +185,7 @@ func (s *Step) begin(prev *Record, obs Observation) {
 	case obs.Rollback:
 		// Reported, so that an admin who asked for Delete learns why not.
 		s.exclude(prev, obs, []Note{{Rule: RuleNotReplaced, Message: "the update is a rollback"}})
-	case prev == nil && !obs.Update && !obs.Claimed:
+	case prev == nil && !obs.Update && !obs.Pending:
 		// A cleanup starts only for what an update asked; later passes
 		// carry it on, from the ledger's claim if its record was lost.
 	default:

@@ -114,9 +114,9 @@ func TestNextStartsOnlyInAnUpdateOfADeletePolicy(t *testing.T) {
 	if step := Next(recordIn(Running), obs); step.Outcome != OutcomeJudge {
 		t.Errorf("a later pass of any mode carries a running cleanup on: %+v", step)
 	}
-	obs.Claimed = true
+	obs.Pending = true
 	if step := Next(nil, obs); step.Outcome != OutcomeJudge {
-		t.Errorf("a reconcile carries on a cleanup whose record was lost while the update's claim stands: %+v", step)
+		t.Errorf("a reconcile carries on a cleanup whose record was lost before its gate opened: %+v", step)
 	}
 }
 
