@@ -91,10 +91,12 @@ func (s HTTPSource) Graph(ctx context.Context, channel, version string) (*Graph,
 	q.Set("channel", channel)
 	q.Set("version", version)
 	u.RawQuery = q.Encode()
-	client := s.Client
-	if client == nil {
-		client = &http.Client{Timeout: 30 * time.Second}
+	client := &http.Client{Timeout: 30 * time.Second}
+	if s.Client != nil {
+		c := *s.Client
+		client = &c
 	}
+	client.CheckRedirect = noDowngrade(client.CheckRedirect)
 	backoff := wait.Backoff{Steps: 3, Duration: time.Second, Factor: 2}
 	if s.Backoff != nil {
 		backoff = *s.Backoff
@@ -118,6 +120,28 @@ func (s HTTPSource) Graph(ctx context.Context, channel, version string) (*Graph,
 	return g, nil
 }
 
+// errDowngrade is a redirect from https to plain http.
+var errDowngrade = errors.New("an https upstream may not redirect to plain http")
+
+// noDowngrade wraps a redirect policy (nil: net/http's, at most 10) so
+// that it refuses a redirect from https to http: the graph names the
+// payloads a cluster may run, and plain http lets anyone on the path
+// rewrite it.
+func noDowngrade(policy func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("redirect to %s refused: %w", req.URL.Redacted(), errDowngrade)
+		}
+		if policy != nil {
+			return policy(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
 // get makes one request; retry says whether a failure may pass.
 func (s HTTPSource) get(ctx context.Context, client *http.Client, target string) (*Graph, bool, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
@@ -127,7 +151,8 @@ func (s HTTPSource) get(ctx context.Context, client *http.Client, target string)
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, true, &Error{Reason: ReasonRemoteFailed, Err: fmt.Errorf("query %s: %w", s.URL, err)}
+		// A refused redirect is the upstream's answer, not a network failure.
+		return nil, !errors.Is(err, errDowngrade), &Error{Reason: ReasonRemoteFailed, Err: fmt.Errorf("query %s: %w", s.URL, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,5 +84,48 @@ func TestFileSource(t *testing.T) {
 		if _, err := (FileSource{Path: path}).Graph(context.Background(), "", ""); ReasonOf(err) != reason {
 			t.Errorf("%s: got %v, want %s", path, err, reason)
 		}
+	}
+}
+
+// TestHTTPSourceRefusesARedirectToPlainHTTP: an https upstream that
+// redirects to http is refused at once, without a request to the http
+// side and without a retry.
+func TestHTTPSourceRefusesARedirectToPlainHTTP(t *testing.T) {
+	var plainHits, tlsHits atomic.Int32
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		plainHits.Add(1)
+		_, _ = w.Write([]byte(`{"nodes": [], "edges": []}`))
+	}))
+	defer plain.Close()
+	secure := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tlsHits.Add(1)
+		http.Redirect(w, r, plain.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	defer secure.Close()
+	src := HTTPSource{URL: secure.URL, Client: secure.Client(), Backoff: &wait.Backoff{Steps: 3, Duration: time.Millisecond}}
+	_, err := src.Graph(context.Background(), "stable-1", "1.0.0")
+	if err == nil || !strings.Contains(err.Error(), "may not redirect to plain http") {
+		t.Fatalf("err = %v, want the downgrade refused", err)
+	}
+	if plainHits.Load() != 0 || tlsHits.Load() != 1 {
+		t.Errorf("%d requests over http, %d over https: want none over http and no retry", plainHits.Load(), tlsHits.Load())
+	}
+	if secure.Client().CheckRedirect != nil {
+		t.Error("the caller's client was changed")
+	}
+
+	t.Log("a redirect that stays on https is followed")
+	target := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"nodes": [{"version": "1.0.0", "payload": "p"}], "edges": []}`))
+	}))
+	defer target.Close()
+	hop := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+r.URL.RequestURI(), http.StatusFound)
+	}))
+	hop.TLS = target.TLS
+	hop.StartTLS()
+	defer hop.Close()
+	if _, err := (HTTPSource{URL: hop.URL, Client: target.Client()}).Graph(context.Background(), "stable-1", "1.0.0"); err != nil {
+		t.Errorf("https to https: %v", err)
 	}
 }
