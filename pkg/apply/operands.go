@@ -170,7 +170,11 @@ func (p *pass) judgeCleanup(ctx context.Context, cand cleanup.Candidate) ([]clea
 		if err != nil {
 			return nil, nil, fmt.Errorf("read CustomResourceDefinition %s: %w", crd.Name, err)
 		}
-		if why := p.notClaimed(id, live); why != "" {
+		if live == nil {
+			note(0, false, "it is gone already, and its objects with it")
+			continue
+		}
+		if why := p.notClaimed(id, live.GetUID()); why != "" {
 			note(0, false, "%s", why)
 			continue
 		}
@@ -191,24 +195,23 @@ func (p *pass) judgeCleanup(ctx context.Context, cand cleanup.Candidate) ([]clea
 	return crds, notes, nil
 }
 
-// notClaimed says why live is not the CRD whose delete this update
-// claimed and has not finished, or "": a cleanup acts only for the object
-// the ledger names, never for one re-created or replaced under its name.
-func (p *pass) notClaimed(id payload.ObjectID, live *unstructured.Unstructured) string {
+// notClaimed says why the CRD id with uid is not the one whose delete an
+// update claimed and has not finished, or "": a cleanup acts only for the
+// object the ledger names, never for one re-created or replaced under its
+// name. The judge and the delete gate both ask it.
+func (p *pass) notClaimed(id payload.ObjectID, uid types.UID) string {
 	rec, ok := p.e.ledger.Get(id)
 	switch {
-	case live == nil:
-		return "it is gone already, and its objects with it"
 	case !ok:
 		return "no update claimed its delete"
 	case rec.Done():
-		return fmt.Sprintf("its delete completed at %s and it was created again (uid %s); the new one is not deleted, nor its objects", deletion.FormatTime(rec.CompletedAt), live.GetUID())
+		return fmt.Sprintf("its delete completed at %s and it was created again (uid %s); the new one is not deleted, nor its objects", deletion.FormatTime(rec.CompletedAt), uid)
 	case rec.State != deletion.Pending && rec.State != deletion.InProgress:
 		return fmt.Sprintf("its delete is %s, not in progress", rec.State)
 	case rec.UID == "":
 		return "the update's claim recorded no UID for it, so the CRD it meant cannot be told from another"
-	case rec.UID != live.GetUID():
-		return fmt.Sprintf("it was replaced since the update claimed its delete (uid %s, claimed %s)", live.GetUID(), rec.UID)
+	case rec.UID != uid:
+		return fmt.Sprintf("it was replaced since the update claimed its delete (uid %s, claimed %s)", uid, rec.UID)
 	}
 	return ""
 }

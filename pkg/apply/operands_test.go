@@ -311,7 +311,7 @@ func TestAdmitOperand(t *testing.T) {
 		{"while the CRD's delete is in progress", marked, cleanup.PolicyDelete, "crd-1", deletion.InProgress, widgets, widget("a", "w"), ""},
 		{"without the admin's Delete", marked, cleanup.PolicyOrphan, "crd-1", deletion.Pending, widgets, widget("a", "w"), "policy is not Delete"},
 		{"when the release keeps the CRD", nil, cleanup.PolicyDelete, "crd-1", deletion.Pending, widgets, widget("a", "w"), "does not delete its CRD"},
-		{"a CRD re-created after its delete", marked, cleanup.PolicyDelete, "crd-1", deletion.Completed, widgets, widget("a", "w"), "no delete of its CRD"},
+		{"a CRD re-created after its delete", marked, cleanup.PolicyDelete, "crd-1", deletion.Completed, widgets, widget("a", "w"), "its delete completed"},
 		{"a CRD replaced since the claim", marked, cleanup.PolicyDelete, "crd-0", deletion.Pending, widgets, widget("a", "w"), "is not the one release"},
 		{"a claim without a UID", marked, cleanup.PolicyDelete, "", deletion.Pending, widgets, widget("a", "w"), "is not the one release"},
 		{"outside the scope", marked, cleanup.PolicyDelete, "crd-1", deletion.Pending, widgets, widget("b", "w"), "outside the cleanup scope"},

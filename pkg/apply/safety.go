@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
-	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -78,7 +77,6 @@ func (p *pass) admit(req deleteRequest) error {
 // built-in API; and id is in crd's scope.
 func (p *pass) admitOperand(id payload.ObjectID, crd cleanupCRD) error {
 	crdID := crdID(crd.Name)
-	rec, claimed := p.e.ledger.Get(crdID)
 	_, builtin := payload.BuiltinResource(crd.api.gvr.Group, crd.api.gvr.Resource)
 	switch {
 	case p.opts.OperandCleanup != cleanup.PolicyDelete:
@@ -89,11 +87,10 @@ func (p *pass) admitOperand(id payload.ObjectID, crd cleanupCRD) error {
 	if why, ok := p.e.protectedReason(crdID); ok {
 		return refusal(id, fmt.Sprintf("its CRD %s is %s", crd.Name, why))
 	}
+	if why := p.notClaimed(crdID, crd.uid); why != "" {
+		return refusal(id, fmt.Sprintf("its CRD %s (uid %s) is not the one release %s deletes: %s", crd.Name, crd.uid, p.rel.Version, why))
+	}
 	switch {
-	case !claimed || (rec.State != deletion.Pending && rec.State != deletion.InProgress):
-		return refusal(id, fmt.Sprintf("no delete of its CRD %s is in progress", crd.Name))
-	case rec.UID == "" || rec.UID != crd.uid:
-		return refusal(id, fmt.Sprintf("its CRD %s (uid %s) is not the one release %s deletes", crd.Name, crd.uid, p.rel.Version))
 	case builtin:
 		return refusal(id, fmt.Sprintf("%s is a built-in API, not served by %s", crd.api.gvr.GroupResource(), crd.Name))
 	case crd.Name != crd.api.gvr.Resource+"."+crd.api.gvr.Group || id.Group != crd.api.gvr.Group || id.Kind != crd.api.kind:
