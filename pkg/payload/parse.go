@@ -376,9 +376,17 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return Clip(s, n) + "..."
+}
+
+// Clip is s cut to at most n bytes, on a rune boundary so that the text
+// stays valid UTF-8.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s[:cut] + "..."
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

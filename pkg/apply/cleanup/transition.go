@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // Kind is what the engine saw, or did, that may change a component's
@@ -280,9 +280,5 @@ func bounded(s string) string {
 		return s
 	}
 	const mark = " … (cut)"
-	cut := maxNoteLen - len(mark)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + mark
+	return payload.Clip(s, maxNoteLen-len(mark)) + mark
 }
