@@ -196,7 +196,10 @@ func TestOperandCleanupOfACRDNamedForABuiltinAPIDeletesNothingOfIt(t *testing.T)
 	if _, err := payload.Load(removal, payload.DefaultLoadOptions()); err == nil || !strings.Contains(err.Error(), string(payload.RuleCRDShadowsBuiltin)) {
 		t.Fatalf("lint must reject the removal for %s: %v", payload.RuleCRDShadowsBuiltin, err)
 	}
-	op := newOperatorFrom(t, unlintedStore{"1.0.0": install, "1.0.1": removal}, uniqueName(t, "builtin"), opNS)
+	op := newOperatorOn(t, unlintedStore{"1.0.0": install, "1.0.1": removal}, uniqueName(t, "builtin"), opNS, nil, nil)
+	// Its Events go to the cluster, where the test reads them.
+	op.StartEvents()
+	t.Cleanup(op.Shutdown)
 
 	t.Log("install the component; its CRD is accepted and Established")
 	op.request(t, "1.0.0", false)
@@ -283,32 +286,6 @@ func TestOperandCleanupOfACRDNamedForABuiltinAPIDeletesNothingOfIt(t *testing.T)
 	if cond := condition(op.clusterVersion(t), operator.ConditionOperandCleanup); cond.Status != "False" || cond.Reason != cleanup.ReasonBlocked || !strings.Contains(cond.Message, builtin) {
 		t.Errorf("OperandCleanup condition = %s/%s %q, want False/%s naming the built-in API", cond.Status, cond.Reason, cond.Message, cleanup.ReasonBlocked)
 	}
-}
-
-// newOperatorFrom is newOperator on any release source, with its Events
-// sent to the cluster.
-func newOperatorFrom(t testing.TB, releases operator.ReleaseSource, cvName, ns string) *testOperator {
-	t.Helper()
-	op, err := operator.NewForConfig(testCluster.ApplierRESTConfig(), operator.Config{
-		Releases:  releases,
-		Namespace: ns,
-		Name:      cvName,
-		Sync:      fastOptions(""),
-		Identity:  uniqueName(t, cvName),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cc := configClient(t)
-	if err := op.Bootstrap(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	op.StartEvents()
-	t.Cleanup(func() {
-		op.Shutdown()
-		_ = cc.ConfigV1().ClusterVersions().Delete(context.Background(), cvName, metav1.DeleteOptions{})
-	})
-	return &testOperator{Operator: op, name: cvName, namespace: ns, config: cc, identity: op.Identity()}
 }
 
 // storedCleanups reads the operand cleanup records the engine keeps in ns.

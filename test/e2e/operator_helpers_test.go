@@ -43,11 +43,17 @@ type testOperator struct {
 // cluster.ApplierUser. The test reads its ClusterVersion as the admin.
 func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics) *testOperator {
 	t.Helper()
+	return newOperatorOn(t, &operator.DirStore{Root: store}, cvName, ns, cfg, metrics)
+}
+
+// newOperatorOn is newOperator on any release source.
+func newOperatorOn(t testing.TB, releases operator.ReleaseSource, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics) *testOperator {
+	t.Helper()
 	if cfg == nil {
 		cfg = testCluster.ApplierRESTConfig()
 	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:  &operator.DirStore{Root: store},
+		Releases:  releases,
 		Namespace: ns,
 		Name:      cvName,
 		Sync:      fastOptions(""),
@@ -57,10 +63,7 @@ func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metri
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	cc := configClient(t)
 	if err := op.Bootstrap(context.Background()); err != nil {
 		t.Fatal(err)
 	}
