@@ -53,7 +53,9 @@ installed nor updated to unless --force is given.
 Apply holds the operator's leader-election Lease while it runs, so that a
 running 'payload-applier start' waits; when another instance holds it,
 apply refuses (exit 1, naming the holder) unless --lease-wait lets it wait
-or --ignore-lease lets it write beside it.
+or --ignore-lease lets it write beside it. A Lease that looks abandoned is
+taken only after apply has seen it unchanged for its duration, so a holder
+whose clock lags keeps it.
 
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, a delete the safety gate refused, or a delete ledger that cannot
@@ -69,7 +71,7 @@ be read (applies still run; no delete does); 2 invalid input or payload;
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
-	cmd.Flags().DurationVar(&o.leaseWait, "lease-wait", 0, "wait this long for the operator's Lease when another instance holds it; 0 refuses at once")
+	cmd.Flags().DurationVar(&o.leaseWait, "lease-wait", 0, "wait this long for the operator's Lease when another instance holds it; 0 refuses at once a Lease renewed within its duration")
 	cmd.Flags().BoolVar(&o.ignoreLease, "ignore-lease", false, "apply without the operator's Lease, beside a running operator (the ledger merges both writers' records)")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")

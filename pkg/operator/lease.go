@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 )
@@ -23,89 +24,181 @@ func (e *LeaseHeldError) Error() string {
 	return fmt.Sprintf("another instance, %q, holds the applier's Lease (renewed %s)", e.Holder, e.RenewedAt.UTC().Format(time.RFC3339))
 }
 
+// maxObservedLeaseDuration caps how long HoldLease watches a Lease that
+// looks abandoned, whatever duration its holder wrote in it.
+const maxObservedLeaseDuration = 5 * time.Minute
+
 // HoldLease runs fn while holding the operator's leader-election Lease,
 // the one `start` takes, so that a running operator waits meanwhile and
-// the two never write at once. It waits at most wait for a Lease another
-// instance holds (0: not at all) and then returns a *LeaseHeldError; a
-// Lease whose holder stopped renewing it is taken over. The Lease is
-// renewed while fn runs and released after; losing it cancels fn's ctx.
+// the two never write at once. It runs client-go's leader election, so a
+// Lease is taken over only once this process has seen it unchanged, on its
+// own clock, for the duration its holder wrote in it: a holder whose clock
+// lags keeps its Lease. A Lease another instance renewed within that
+// duration, by this clock, is refused at once unless waitFor allows a
+// wait; one that looks abandoned is watched for its duration before it is
+// taken. Either way the answer is a *LeaseHeldError when the Lease stays
+// held. The Lease is renewed while fn runs and released after; losing it
+// cancels fn's ctx.
 func (o *Operator) HoldLease(ctx context.Context, waitFor time.Duration, fn func(context.Context) error) error {
 	opts := RunOptions{}
 	opts.setDefaults()
-	lock := &resourcelock.LeaseLock{
+	lock := &gatedLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: o.cfg.Namespace, Name: opts.LeaseName},
 		Client:     o.kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.cfg.Identity},
+	}}
+	rec, _, err := lock.Get(ctx)
+	switch {
+	case apierrors.IsNotFound(err):
+		rec = &resourcelock.LeaderElectionRecord{}
+	case err != nil:
+		return fmt.Errorf("read the Lease %s/%s: %w", o.cfg.Namespace, opts.LeaseName, err)
 	}
-	held, err := o.tryAcquire(ctx, lock, opts.LeaseDuration)
-	if held != nil && waitFor > 0 {
-		err = wait.PollUntilContextTimeout(ctx, opts.RetryPeriod, waitFor, false, func(ctx context.Context) (bool, error) {
-			var err error
-			held, err = o.tryAcquire(ctx, lock, opts.LeaseDuration)
-			return held == nil, err
-		})
-	}
+	held := o.heldBy(rec)
+	duration, retry, renew := leaseTiming(held != nil, rec, opts)
+	// A free Lease is taken at the first try, which may take a request's
+	// time; a held one is waited for.
+	acquireWithin := max(waitFor, renew)
 	if held != nil {
-		return held
+		if waitFor == 0 && o.clock.Since(held.RenewedAt) < duration {
+			return held
+		}
+		// Seen unchanged for its duration, checked every retry, from now.
+		acquireWithin = max(waitFor, duration+3*retry)
+		klog.FromContext(ctx).Info("Watching the Lease before taking it", "holder", held.Holder, "renewed", held.RenewedAt, "for", acquireWithin)
 	}
+
+	electCtx, stopElection := context.WithCancel(ctx)
+	defer stopElection()
+	var (
+		finished = make(chan struct{})
+		done     = make(chan error, 1)
+	)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   duration,
+		RenewDeadline:   renew,
+		RetryPeriod:     retry,
+		ReleaseOnCancel: true,
+		Name:            opts.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leadCtx context.Context) {
+				err := fn(leadCtx)
+				close(finished)
+				stopElection()
+				done <- err
+			},
+			OnStoppedLeading: func() {},
+		},
+	})
 	if err != nil {
 		return fmt.Errorf("acquire the Lease %s/%s: %w", o.cfg.Namespace, opts.LeaseName, err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	renewed := make(chan struct{})
 	go func() {
-		defer close(renewed)
-		_ = wait.PollUntilContextCancel(runCtx, opts.RetryPeriod, false, func(ctx context.Context) (bool, error) {
-			if held, err := o.tryAcquire(ctx, lock, opts.LeaseDuration); held != nil || (err != nil && !errors.Is(err, context.Canceled)) {
-				klog.FromContext(ctx).Info("Lost the Lease; stopping", "holder", held, "err", err)
-				cancel()
+		deadline := time.NewTimer(acquireWithin)
+		defer deadline.Stop()
+		select {
+		case <-deadline.C:
+			if lock.close() {
+				stopElection()
 			}
-			return false, nil
-		})
+		case <-electCtx.Done():
+		}
 	}()
-	err = fn(runCtx)
-	cancel()
-	<-renewed
-	o.releaseLease(lock)
+	// Run returns once fn's Lease is released or lost, or when it was
+	// never won.
+	elector.Run(electCtx)
+	if lock.won() {
+		lost := false
+		select {
+		case <-finished:
+		default:
+			lost = ctx.Err() == nil
+		}
+		err := <-done
+		if lost {
+			return errors.Join(fmt.Errorf("lost the Lease %s/%s to %q while applying", o.cfg.Namespace, opts.LeaseName, elector.GetLeader()), err)
+		}
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	latest, _, err := lock.Get(context.WithoutCancel(ctx))
+	if err != nil {
+		return fmt.Errorf("acquire the Lease %s/%s: %w", o.cfg.Namespace, opts.LeaseName, err)
+	}
+	if held := o.heldBy(latest); held != nil {
+		return held
+	}
+	return &LeaseHeldError{Holder: elector.GetLeader(), RenewedAt: latest.RenewTime.Time}
+}
+
+// heldBy is the Lease's holder when another instance holds rec, else nil.
+func (o *Operator) heldBy(rec *resourcelock.LeaderElectionRecord) *LeaseHeldError {
+	if rec.HolderIdentity == "" || rec.HolderIdentity == o.cfg.Identity {
+		return nil
+	}
+	return &LeaseHeldError{Holder: rec.HolderIdentity, RenewedAt: rec.RenewTime.Time}
+}
+
+// leaseTiming is the Lease duration HoldLease honours: for a Lease another
+// instance holds, the one its holder promised to renew within (capped),
+// else the operator's own; and retry and renew periods that fit in it, as
+// client-go's leader election requires.
+func leaseTiming(held bool, rec *resourcelock.LeaderElectionRecord, opts RunOptions) (duration, retry, renew time.Duration) {
+	duration = opts.LeaseDuration
+	if held && rec.LeaseDurationSeconds > 0 {
+		duration = min(time.Duration(rec.LeaseDurationSeconds)*time.Second, maxObservedLeaseDuration)
+	}
+	retry = min(opts.RetryPeriod, duration/4)
+	renew = min(opts.RenewDeadline, duration*2/3)
+	return duration, retry, renew
+}
+
+// gatedLock is a Lease lock that stops taking the Lease once HoldLease's
+// wait ends, so that whether fn runs is decided in one place: by the write
+// that won the Lease, before the wait ended, or by none.
+type gatedLock struct {
+	resourcelock.Interface
+	mu       sync.Mutex
+	closed   bool
+	acquired bool
+}
+
+var errWaitEnded = errors.New("the wait for the Lease ended")
+
+func (l *gatedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.write(rec, func() error { return l.Interface.Create(ctx, rec) })
+}
+
+func (l *gatedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	return l.write(rec, func() error { return l.Interface.Update(ctx, rec) })
+}
+
+func (l *gatedLock) write(rec resourcelock.LeaderElectionRecord, write func() error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed && !l.acquired {
+		return errWaitEnded
+	}
+	err := write()
+	if err == nil && rec.HolderIdentity == l.Identity() {
+		l.acquired = true
+	}
 	return err
 }
 
-// tryAcquire takes or renews the Lease for this instance. It returns the
-// holder when another instance holds a Lease it renewed within duration.
-func (o *Operator) tryAcquire(ctx context.Context, lock *resourcelock.LeaseLock, duration time.Duration) (*LeaseHeldError, error) {
-	now := metav1.NewTime(o.clock.Now())
-	mine := resourcelock.LeaderElectionRecord{HolderIdentity: o.cfg.Identity, LeaseDurationSeconds: int(duration.Seconds()),
-		AcquireTime: now, RenewTime: now}
-	rec, _, err := lock.Get(ctx)
-	if apierrors.IsNotFound(err) {
-		return nil, lock.Create(ctx, mine)
-	}
-	if err != nil {
-		return nil, err
-	}
-	expires := rec.RenewTime.Add(time.Duration(rec.LeaseDurationSeconds) * time.Second)
-	if rec.HolderIdentity != "" && rec.HolderIdentity != o.cfg.Identity && expires.After(now.Time) {
-		return &LeaseHeldError{Holder: rec.HolderIdentity, RenewedAt: rec.RenewTime.Time}, nil
-	}
-	mine.LeaderTransitions = rec.LeaderTransitions
-	if rec.HolderIdentity == o.cfg.Identity {
-		mine.AcquireTime = rec.AcquireTime
-	} else {
-		mine.LeaderTransitions++
-	}
-	// Update sends the resourceVersion Get read: a race is a conflict.
-	return nil, lock.Update(ctx, mine)
+// close ends the wait; it reports false when the Lease was already won.
+func (l *gatedLock) close() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	return !l.acquired
 }
 
-// releaseLease hands the Lease back at once, as a cancelled `start` does.
-func (o *Operator) releaseLease(lock *resourcelock.LeaseLock) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	rec, _, err := lock.Get(ctx)
-	if err != nil || rec.HolderIdentity != o.cfg.Identity {
-		return
-	}
-	now := metav1.NewTime(o.clock.Now())
-	_ = lock.Update(ctx, resourcelock.LeaderElectionRecord{LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now, LeaderTransitions: rec.LeaderTransitions})
+func (l *gatedLock) won() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.acquired
 }

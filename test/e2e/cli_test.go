@@ -270,11 +270,11 @@ func TestApplyHoldsTheOperatorsLease(t *testing.T) {
 	dir := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_a.yaml": configMap(ns, "a", "x")})
 	leases := c.kube.CoordinationV1().Leases("openshift-cluster-version")
 	ctx := context.Background()
-	hold := func(holder string, renewed time.Time) {
+	hold := func(holder string, renewed time.Time, seconds int32) {
 		t.Helper()
 		_ = leases.Delete(ctx, "payload-applier", metav1.DeleteOptions{})
 		lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "payload-applier", Namespace: "openshift-cluster-version"},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To[int32](60),
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(seconds),
 				RenewTime: &metav1.MicroTime{Time: renewed}, AcquireTime: &metav1.MicroTime{Time: renewed}}}
 		if _, err := leases.Create(ctx, lease, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -287,7 +287,7 @@ func TestApplyHoldsTheOperatorsLease(t *testing.T) {
 	}
 
 	t.Log("a Lease another instance renews makes apply refuse, naming it")
-	hold("operator-7f9c", time.Now())
+	hold("operator-7f9c", time.Now(), 60)
 	mark := auditMark(t)
 	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir)
 	if code != 1 || !strings.Contains(stderr, `"operator-7f9c", holds the applier's Lease`) || !strings.Contains(stderr, "--lease-wait") {
@@ -304,8 +304,32 @@ func TestApplyHoldsTheOperatorsLease(t *testing.T) {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 
-	t.Log("a Lease its holder stopped renewing is taken over, and released after")
-	hold("crashed-instance", time.Now().Add(-2*time.Minute))
+	t.Log("a holder whose clock lags 31s keeps its Lease: apply watches it renewed and refuses")
+	hold("skewed-operator", time.Now().Add(-31*time.Second), 3)
+	renewing, stopRenewing := context.WithCancel(ctx)
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		for renewing.Err() == nil {
+			if l, err := leases.Get(renewing, "payload-applier", metav1.GetOptions{}); err == nil && ptr.Deref(l.Spec.HolderIdentity, "") == "skewed-operator" {
+				l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now().Add(-31 * time.Second)}
+				_, _ = leases.Update(renewing, l, metav1.UpdateOptions{})
+			}
+			select {
+			case <-renewing.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", dir)
+	stopRenewing()
+	<-renewed
+	if code != 1 || !strings.Contains(stderr, `"skewed-operator", holds the applier's Lease`) {
+		t.Fatalf("exit %d, want 1 naming the skewed holder\n%s\n%s", code, stdout, stderr)
+	}
+
+	t.Log("a Lease its holder stopped renewing is taken over once seen unchanged for its duration, and released after")
+	hold("crashed-instance", time.Now().Add(-2*time.Minute), 3)
 	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dir); code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
