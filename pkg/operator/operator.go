@@ -135,6 +135,7 @@ type Operator struct {
 	attempt  int
 	graphs   graphCache
 	health   health
+	cuts     cutsReporter
 	releases map[string]*payload.Release
 }
 
