@@ -7,12 +7,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -354,4 +357,78 @@ func equalJSON(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return string(ja) == string(jb)
+}
+
+// TestProgressWritesCutWhatTheFinalWriteCuts: every write of a pass, each
+// progress write too, carries the same cuts, so that StatusTruncated
+// never comes and goes within a pass and the Event says it once.
+func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
+	root := t.TempDir()
+	// d is in a namespace of its own: four in one would be LISTed, not
+	// read one by one.
+	files := map[string]string{
+		"0000_50_demo_00_a.yaml": configMapManifest("a"),
+		"0000_50_demo_01_b.yaml": configMapManifest("b"),
+		"0000_50_demo_02_c.yaml": configMapManifest("c"),
+		"0000_50_demo_03_d.yaml": strings.Replace(configMapManifest("d"), "namespace: "+demoNamespace, "namespace: other", 1),
+	}
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, files)
+	var to []updategraph.Node
+	for i := range maxAvailableUpdates + 100 {
+		to = append(to, updategraph.Node{Version: fmt.Sprintf("1.1.%d", i), Payload: "r"})
+	}
+	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c.op.cfg.UpdateGraph = memoryGraph{graphFrom(updategraph.Node{Version: "1.0.0", Payload: "r"}, to...)}
+	c.setChannel(t, "stable-1")
+
+	// Two progress writes: the interval passes while a and c are read,
+	// and b and d wait for the write before them.
+	var progress, truncated int
+	written := []chan struct{}{make(chan struct{}), make(chan struct{})}
+	c.config.PrependReactor("update", "clusterversions", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		cv := a.(clienttesting.UpdateAction).GetObject().(*configv1.ClusterVersion)
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		if findCondition(cv.Status.Conditions, ConditionStatusTruncated) != nil {
+			truncated++
+		}
+		if p := findCondition(cv.Status.Conditions, configv1.OperatorProgressing); p != nil && p.Status == configv1.ConditionTrue && progress < len(written) {
+			close(written[progress])
+			progress++
+		}
+		return false, nil, nil
+	})
+	c.dynamic.PrependReactor("get", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		wait := func(i int) {
+			select {
+			case <-written[i]:
+			case <-time.After(10 * time.Second):
+				t.Errorf("progress write %d never came", i+1)
+			}
+		}
+		switch a.(clienttesting.GetAction).GetName() {
+		case "a", "c":
+			c.clock.Step(progressInterval)
+		case "b":
+			wait(0)
+		case "d":
+			wait(1)
+		}
+		return false, nil, nil
+	})
+
+	c.sync(t)
+	if writes := c.statusWrites(); progress != 2 || writes != 3 || truncated != writes {
+		t.Errorf("%d status writes, %d of progress, %d with StatusTruncated; want 2 progress writes and the final one, each saying what it cut", writes, progress, truncated)
+	}
+	var cuts []string
+	for _, e := range c.takeEvents() {
+		if strings.Contains(e, ReasonStatusLimits) {
+			cuts = append(cuts, e)
+		}
+	}
+	if len(cuts) != 1 {
+		t.Errorf("%d StatusLimits Events, want one: %q", len(cuts), cuts)
+	}
 }
