@@ -155,6 +155,11 @@ func TestMiBStringsFromTheGraphFitTheBudget(t *testing.T) {
 	if v := testutil.ToFloat64(metrics.statusTruncated.WithLabelValues("conditions")); v != 2 {
 		t.Errorf("payload_applier_status_truncated{field=conditions} = %v, want 2", v)
 	}
+	for _, e := range c.takeEvents() {
+		if len(e) > maxMessageBytes+64 {
+			t.Errorf("an Event of %d bytes: %.80q…", len(e), e)
+		}
+	}
 
 	t.Log("forced: history records the 3 MiB risk, cut")
 	if err := c.op.RequestRelease(context.Background(), "1.0.0", true); err != nil {
