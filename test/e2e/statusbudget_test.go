@@ -4,14 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -48,13 +45,7 @@ func TestOversizedInputsLeaveAClusterVersionWithinItsBudget(t *testing.T) {
 		g.Nodes = append(g.Nodes, n)
 		g.Edges = append(g.Edges, [2]int{0, i + 1})
 	}
-	reg := prometheus.NewRegistry()
-	metrics, err := operator.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
+	metrics, metricsURL := servedMetrics(t)
 	op := newOperatorOn(t, &operator.DirStore{Root: store}, uniqueName(t, "budget"), ns, nil, metrics,
 		func(c *operator.Config) { c.UpdateGraph = graphInMemory{g} })
 	op.StartEvents()
@@ -87,7 +78,7 @@ func TestOversizedInputsLeaveAClusterVersionWithinItsBudget(t *testing.T) {
 		}
 	}
 	// The entries dropped, and the newest's image cut.
-	if got := scrape(t, srv.URL, `payload_applier_status_truncated\{field="availableUpdates"\}`); got != float64(50001-len(u)+1) {
+	if got := scrape(t, metricsURL, `payload_applier_status_truncated\{field="availableUpdates"\}`); got != float64(50001-len(u)+1) {
 		t.Errorf("payload_applier_status_truncated{field=availableUpdates} = %v, want %d", got, 50001-len(u)+1)
 	}
 	waitFor(t, "the StatusLimits Event", 30*time.Second, func() bool {
