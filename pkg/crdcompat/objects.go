@@ -75,18 +75,18 @@ func Objects(ctx context.Context, list ListFunc, live, next *apiextensionsv1.Cus
 			continue
 		}
 		gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: after.Name, Resource: live.Spec.Names.Plural}
-		var invalid, rules []string
+		var invalid, requirements []string
 		var count int
 		var listErr error
 		err = wait.ExponentialBackoffWithContext(ctx, *opts.Backoff, func(ctx context.Context) (bool, error) {
-			invalid, rules, count = nil, nil, 0
+			invalid, requirements, count = nil, nil, 0
 			listErr = list(ctx, gvr, func(obj map[string]any) {
-				if problem, rule := v.validate(obj); problem != "" {
+				if problem, requirement := v.validate(obj); problem != "" {
 					count++
 					if len(invalid) < maxNamedObjects {
 						invalid = append(invalid, objectName(obj)+": "+problem)
-						if rule != "" && !slices.Contains(rules, rule) {
-							rules = append(rules, rule)
+						if requirement != "" && !slices.Contains(requirements, requirement) {
+							requirements = append(requirements, requirement)
 						}
 					}
 				}
@@ -109,8 +109,8 @@ func Objects(ctx context.Context, list ListFunc, live, next *apiextensionsv1.Cus
 		}
 		f.Message = fmt.Sprintf("CustomResourceDefinition %s: the new schema of %s rejects %d existing object(s): %s%s",
 			next.Name, after.Name, count, strings.Join(invalid, "; "), more)
-		if len(rules) > 0 {
-			f.Message += " (new schema: " + strings.Join(rules, "; ") + ")"
+		if len(requirements) > 0 {
+			f.Message += " (new schema: " + strings.Join(requirements, "; ") + ")"
 		}
 		if webhook {
 			f.Message += " (a warning: the new CRD converts with a webhook, which may make them valid)"
@@ -153,18 +153,19 @@ const (
 	// maxProblemRunes bounds one object's problem: the field, the error
 	// and an excerpt of the offending value.
 	maxProblemRunes = 160
-	// maxRuleRunes bounds what the schema requires of a field (an enum's
-	// values, a pattern), stated once per finding, not per object.
-	maxRuleRunes = 240
+	// maxRequirementRunes bounds what the schema requires of a field (an
+	// enum's values, a pattern), stated once per finding, not per object.
+	maxRequirementRunes = 240
 	// maxErrorRunes bounds an error quoted from a schema or a LIST.
 	maxErrorRunes = 1024
 )
 
 // validate returns the object's first field error, and how many more
-// there are, or "" when it is valid; rule is what the schema requires of
-// that field, such as an enum's values, which every object that breaks it
-// shares, or "". Both are excerpts. It defaults obj in place.
-func (v *validator) validate(obj map[string]any) (problem, rule string) {
+// there are, or "" when it is valid; requirement is what the schema
+// requires of that field, such as an enum's values, which every object
+// that breaks it shares, or "". Both are excerpts. It defaults obj in
+// place.
+func (v *validator) validate(obj map[string]any) (problem, requirement string) {
 	structuraldefaulting.Default(obj, v.structural)
 	errs := validation.ValidateCustomResource(nil, obj, v.schema)
 	if len(errs) == 0 {
@@ -172,14 +173,14 @@ func (v *validator) validate(obj map[string]any) (problem, rule string) {
 	}
 	first := *errs[0]
 	if first.Detail != "" {
-		rule = excerpt(first.Field+": "+first.Detail, maxRuleRunes)
+		requirement = excerpt(first.Field+": "+first.Detail, maxRequirementRunes)
 		first.Detail = ""
 	}
 	problem = excerpt(first.Error(), maxProblemRunes)
 	if len(errs) > 1 {
 		problem += fmt.Sprintf(" (and %d more field errors)", len(errs)-1)
 	}
-	return problem, rule
+	return problem, requirement
 }
 
 // excerpt is s cut to n runes, ending "…" when cut. crdcompat sits below
