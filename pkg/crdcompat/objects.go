@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -66,23 +68,26 @@ func Objects(ctx context.Context, list ListFunc, live, next *apiextensionsv1.Cus
 		v, err := newValidator(after.Schema)
 		if err != nil {
 			findings = append(findings, Finding{CRD: next.Name, Rule: CompatibilityCheckError, Version: after.Name,
-				Message: fmt.Sprintf("CustomResourceDefinition %s: the new schema of %s cannot be compiled: %v", next.Name, after.Name, err)})
+				Message: fmt.Sprintf("CustomResourceDefinition %s: the new schema of %s cannot be compiled: %s", next.Name, after.Name, excerpt(err.Error(), maxErrorRunes))})
 			continue
 		}
 		if v == nil {
 			continue
 		}
 		gvr := schema.GroupVersionResource{Group: live.Spec.Group, Version: after.Name, Resource: live.Spec.Names.Plural}
-		var invalid []string
+		var invalid, requirements []string
 		var count int
 		var listErr error
 		err = wait.ExponentialBackoffWithContext(ctx, *opts.Backoff, func(ctx context.Context) (bool, error) {
-			invalid, count = nil, 0
+			invalid, requirements, count = nil, nil, 0
 			listErr = list(ctx, gvr, func(obj map[string]any) {
-				if problem := v.validate(obj); problem != "" {
+				if problem, requirement := v.validate(obj); problem != "" {
 					count++
 					if len(invalid) < maxNamedObjects {
 						invalid = append(invalid, objectName(obj)+": "+problem)
+						if requirement != "" && !slices.Contains(requirements, requirement) {
+							requirements = append(requirements, requirement)
+						}
 					}
 				}
 			})
@@ -90,8 +95,8 @@ func Objects(ctx context.Context, list ListFunc, live, next *apiextensionsv1.Cus
 		})
 		if err != nil {
 			findings = append(findings, Finding{CRD: next.Name, Rule: CompatibilityCheckError, Version: after.Name,
-				Message: fmt.Sprintf("CustomResourceDefinition %s: could not read the existing %s objects to check them against the new schema: %v; the check runs again on the next attempt",
-					next.Name, after.Name, cmp.Or(listErr, err))})
+				Message: fmt.Sprintf("CustomResourceDefinition %s: could not read the existing %s objects to check them against the new schema: %s; the check runs again on the next attempt",
+					next.Name, after.Name, excerpt(cmp.Or(listErr, err).Error(), maxErrorRunes))})
 			continue
 		}
 		if count == 0 {
@@ -104,6 +109,9 @@ func Objects(ctx context.Context, list ListFunc, live, next *apiextensionsv1.Cus
 		}
 		f.Message = fmt.Sprintf("CustomResourceDefinition %s: the new schema of %s rejects %d existing object(s): %s%s",
 			next.Name, after.Name, count, strings.Join(invalid, "; "), more)
+		if len(requirements) > 0 {
+			f.Message += " (new schema: " + strings.Join(requirements, "; ") + ")"
+		}
 		if webhook {
 			f.Message += " (a warning: the new CRD converts with a webhook, which may make them valid)"
 		}
@@ -138,19 +146,50 @@ func newValidator(v *apiextensionsv1.CustomResourceValidation) (*validator, erro
 	return &validator{schema: sv, structural: structural}, nil
 }
 
+// Bounds of what a finding quotes. A schema may allow a 300 KiB enum, and
+// an object may hold a value of a MiB: a finding names the field and an
+// excerpt, so that the ClusterVersion that reports it stays small.
+const (
+	// maxProblemRunes bounds one object's problem: the field, the error
+	// and an excerpt of the offending value.
+	maxProblemRunes = 160
+	// maxRequirementRunes bounds what the schema requires of a field (an
+	// enum's values, a pattern), stated once per finding, not per object.
+	maxRequirementRunes = 240
+	// maxErrorRunes bounds an error quoted from a schema or a LIST.
+	maxErrorRunes = 1024
+)
+
 // validate returns the object's first field error, and how many more
-// there are, or "" when it is valid. It defaults obj in place.
-func (v *validator) validate(obj map[string]any) string {
+// there are, or "" when it is valid; requirement is what the schema
+// requires of that field, such as an enum's values, which every object
+// that breaks it shares, or "". Both are excerpts. It defaults obj in
+// place.
+func (v *validator) validate(obj map[string]any) (problem, requirement string) {
 	structuraldefaulting.Default(obj, v.structural)
 	errs := validation.ValidateCustomResource(nil, obj, v.schema)
-	switch len(errs) {
-	case 0:
-		return ""
-	case 1:
-		return errs[0].Error()
-	default:
-		return fmt.Sprintf("%s (and %d more field errors)", errs[0].Error(), len(errs)-1)
+	if len(errs) == 0 {
+		return "", ""
 	}
+	first := *errs[0]
+	if first.Detail != "" {
+		requirement = excerpt(first.Field+": "+first.Detail, maxRequirementRunes)
+		first.Detail = ""
+	}
+	problem = excerpt(first.Error(), maxProblemRunes)
+	if len(errs) > 1 {
+		problem += fmt.Sprintf(" (and %d more field errors)", len(errs)-1)
+	}
+	return problem, requirement
+}
+
+// excerpt is s cut to n runes, ending "…" when cut. crdcompat sits below
+// pkg/payload, whose Clip it cannot use; fmt's precision cuts on runes.
+func excerpt(s string, n int) string {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return fmt.Sprintf("%.*s…", n, s)
 }
 
 func versionOf(crd *apiextensionsv1.CustomResourceDefinition, name string) (apiextensionsv1.CustomResourceDefinitionVersion, bool) {

@@ -151,6 +151,40 @@ func TestObjectsNamesTenAndCountsAll(t *testing.T) {
 	}
 }
 
+// TestObjectsQuoteExcerpts: a 300 KiB enum is stated once, as an excerpt,
+// not once per named object, and a MiB value is quoted as an excerpt, so
+// that the finding stays a few KiB.
+func TestObjectsQuoteExcerpts(t *testing.T) {
+	var enum []string
+	for i := range 30000 {
+		enum = append(enum, fmt.Sprintf("size-%05d", i))
+	}
+	objs := []map[string]any{widget("long", map[string]any{"size": strings.Repeat("x", 1<<20)})}
+	for i := range 12 {
+		objs = append(objs, widget(fmt.Sprintf("w%02d", i), map[string]any{"size": "huge"}))
+	}
+	findings := Objects(context.Background(), (&cluster{objs: objs}).list, widgets(t), widgets(t, withSpec(sizeSchema(enum...))), Options{Backoff: fastBackoff()})
+	if len(findings) != 1 || findings[0].Count != 13 {
+		t.Fatalf("findings %+v, want one counting 13 objects", findings)
+	}
+	msg := findings[0].Message
+	if len(msg) > 4<<10 {
+		t.Errorf("a finding of %d bytes, want at most 4 KiB: %.300q…", len(msg), msg)
+	}
+	for _, want := range []string{`ns/w00: spec.size: Unsupported value: "huge"`, `ns/long: spec.size: Unsupported value: "xxx`, "; and 3 more",
+		`(new schema: spec.size: supported values: "size-00000", "size-00001"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q: %q", want, msg)
+		}
+	}
+	if n := strings.Count(msg, "supported values"); n != 1 {
+		t.Errorf("the enum is stated %d times, want once: %q", n, msg)
+	}
+	if n := strings.Count(msg, "…"); n != 1+1 {
+		t.Errorf("%d excerpts marked, want the enum's and the long value's: %q", n, msg)
+	}
+}
+
 func TestObjectsRetriesThenNamesTheError(t *testing.T) {
 	down := &cluster{objs: []map[string]any{widget("a", map[string]any{"size": "small"})},
 		fail: func(int) error { return errors.New("conversion webhook for example.com/v1 unavailable") }}

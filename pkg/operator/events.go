@@ -2,12 +2,15 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // eventFlushTimeout bounds how long Shutdown waits for Events still on
@@ -79,4 +82,23 @@ func (s countingSink) Update(e *corev1.Event) (*corev1.Event, error) {
 func (s countingSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
 	defer s.tally.written.Add(1)
 	return s.EventSink.Patch(e, data)
+}
+
+// boundedRecorder cuts each Event's message as a condition's is cut: an
+// Event quoting a 3 MiB deprecation message is refused by the apiserver,
+// and lost.
+type boundedRecorder struct {
+	record.EventRecorder
+}
+
+func (r boundedRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	r.EventRecorder.Event(obj, eventtype, reason, payload.Bound(message, maxMessageBytes))
+}
+
+func (r boundedRecorder) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
+	r.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+func (r boundedRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, format string, args ...any) {
+	r.EventRecorder.AnnotatedEventf(obj, annotations, eventtype, reason, "%s", payload.Bound(fmt.Sprintf(format, args...), maxMessageBytes))
 }

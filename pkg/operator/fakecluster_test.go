@@ -23,9 +23,14 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-var configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+var (
+	configMaps = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	// widgets are the custom resources of a CRD some tests put in place.
+	widgets = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+)
 
 // staticMapper lets a fixed RESTMapper stand in for a discovery one.
 type staticMapper struct{ meta.RESTMapper }
@@ -74,7 +79,7 @@ func newFakeClusterWithLedger(t *testing.T, releases ReleaseSource, version stri
 	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
 	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
 	c.dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList"})
+		map[schema.GroupVersionResource]string{configMaps: "ConfigMapList", payload.CRDGVR: "CustomResourceDefinitionList", widgets: "WidgetList"})
 	c.dynamic.PrependReactor("patch", "configmaps", c.serverSideApply)
 	c.dynamic.PrependReactor("delete", "configmaps", c.holdFinalized)
 	cfg := Config{Clock: c.clock}

@@ -27,6 +27,7 @@ type Metrics struct {
 	cleanupRemaining    *prometheus.GaugeVec
 	cleanupState        *prometheus.GaugeVec
 	finalizerHolds      *prometheus.GaugeVec
+	statusTruncated     *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -85,9 +86,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "payload_applier_operand_cleanup_state",
 			Help: "1 for the state of each removed component's operand cleanup: Waiting, Running, Completed, Aborted, Skipped or Blocked.",
 		}, []string{"component", "state"}),
+		statusTruncated: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payload_applier_status_truncated",
+			Help: "Values the last ClusterVersion status write cut or dropped to stay within its limits, by status field; no series when nothing was cut.",
+		}, []string{"field"}),
 	}
 	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
-		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState, m.finalizerHolds} {
+		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState, m.finalizerHolds,
+		m.statusTruncated} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -204,5 +210,17 @@ func (m *Metrics) observeCleanups(recs []cleanup.Record) {
 	for _, r := range recs {
 		m.cleanupRemaining.WithLabelValues(r.Component).Set(float64(r.Total()))
 		m.cleanupState.WithLabelValues(r.Component, string(r.State)).Set(1)
+	}
+}
+
+// observeStatusCuts sets the truncation gauge from the cuts of the status
+// about to be written, dropping the fields no longer cut.
+func (m *Metrics) observeStatusCuts(perField map[string]int) {
+	if m == nil {
+		return
+	}
+	m.statusTruncated.Reset()
+	for field, n := range perField {
+		m.statusTruncated.WithLabelValues(field).Set(float64(n))
 	}
 }

@@ -135,6 +135,7 @@ type Operator struct {
 	attempt  int
 	graphs   graphCache
 	health   health
+	cuts     cutsReporter
 	releases map[string]*payload.Release
 }
 
@@ -165,7 +166,7 @@ func New(cfg Config) (*Operator, error) {
 	cfg.setDefaults()
 	return &Operator{
 		cfg: cfg, kube: cfg.KubeClient, config: cfg.ConfigClient, dynamic: cfg.DynamicClient,
-		engine: cfg.Engine, recorder: cfg.Recorder, events: cfg.EventBroadcaster,
+		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
 		releases: map[string]*payload.Release{},
 		cvRef:    cfg.eventObject(),

@@ -62,7 +62,7 @@ func (o *Operator) runPass(ctx context.Context, cv *configv1.ClusterVersion, rel
 		return res, nil, err
 	}
 	reporter := &progressReporter{
-		o: o, cv: cv.DeepCopy(), transition: now,
+		o: o, base: cv.DeepCopy(), cv: cv.DeepCopy(), transition: now,
 		throttle: progressThrottle{interval: progressInterval, lastWrite: o.clock.Now()},
 		poke:     make(chan struct{}, 1), stopped: make(chan struct{}),
 	}
@@ -102,6 +102,12 @@ type progressReporter struct {
 	countMu     sync.Mutex
 	done, total int
 
+	// base is the ClusterVersion as the pass began, before its status was
+	// fitted into its limits: each write starts from it, so that each
+	// cuts what the final write will, not less because what it starts
+	// from was cut already.
+	base *configv1.ClusterVersion
+
 	// The rest belongs to run. cv is the ClusterVersion as last written,
 	// or as before the pass; written is nil until a write succeeds.
 	throttle progressThrottle
@@ -133,7 +139,8 @@ func (r *progressReporter) run(ctx context.Context) {
 		}
 		// A failed write waits its turn like any other, not the next event.
 		r.throttle.wrote(now, done)
-		next := r.cv.DeepCopy()
+		next := r.base.DeepCopy()
+		next.ResourceVersion = r.cv.ResourceVersion
 		next.Status.Conditions = setCondition(next.Status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: configv1.OperatorProgressing, Status: configv1.ConditionTrue,
 			Message: workingTowards(next.Status.Desired.Version, done, total)}, r.transition)

@@ -254,8 +254,10 @@ func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.Clust
 }
 
 // updateStatus is writeStatus that returns the ClusterVersion as written,
-// or nil when the status had not changed.
+// or nil when the status had not changed. It is the one writer of the
+// status, and fits it into its limits first.
 func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.ClusterVersion) (*configv1.ClusterVersion, error) {
+	o.fitStatus(cv)
 	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
 		return nil, nil
 	}

@@ -46,20 +46,25 @@ func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metri
 	return newOperatorOn(t, &operator.DirStore{Root: store}, cvName, ns, cfg, metrics)
 }
 
-// newOperatorOn is newOperator on any release source.
-func newOperatorOn(t testing.TB, releases operator.ReleaseSource, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics) *testOperator {
+// newOperatorOn is newOperator on any release source; edits, if any,
+// change the operator's Config before it is built.
+func newOperatorOn(t testing.TB, releases operator.ReleaseSource, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics, edits ...func(*operator.Config)) *testOperator {
 	t.Helper()
 	if cfg == nil {
 		cfg = testCluster.ApplierRESTConfig()
 	}
-	op, err := operator.NewForConfig(cfg, operator.Config{
+	ocfg := operator.Config{
 		Releases:  releases,
 		Namespace: ns,
 		Name:      cvName,
 		Sync:      fastOptions(""),
 		Metrics:   metrics,
 		Identity:  uniqueName(t, cvName),
-	})
+	}
+	for _, edit := range edits {
+		edit(&ocfg)
+	}
+	op, err := operator.NewForConfig(cfg, ocfg)
 	if err != nil {
 		t.Fatal(err)
 	}

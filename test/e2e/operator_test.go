@@ -41,6 +41,20 @@ func storyReleases(ns string) map[string]map[string]string {
 	return map[string]map[string]string{"1.0.0": v100, "1.0.1": v101, "1.0.2": v102, "1.1.0": v110}
 }
 
+// servedMetrics registers the operator's metrics on a registry of their
+// own, served over HTTP for scrape until the test ends.
+func servedMetrics(t testing.TB) (*operator.Metrics, string) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	metrics, err := operator.NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	return metrics, srv.URL
+}
+
 func scrape(t testing.TB, url, metric string) float64 {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -60,13 +74,7 @@ func scrape(t testing.TB, url, metric string) float64 {
 func TestOperatorUpdateStory(t *testing.T) {
 	c := newClients(t)
 	ns := testCluster.CreateNamespace(t)
-	reg := prometheus.NewRegistry()
-	metrics, err := operator.NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
+	metrics, metricsURL := servedMetrics(t)
 	op := newOperator(t, writeStore(t, storyReleases(ns)), uniqueName(t, "story"), ns, nil, metrics)
 
 	t.Log("install 1.0.0")
@@ -107,7 +115,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 	if !strings.Contains(up.Message, "ConfigMap/"+ns+"/held") || !strings.Contains(up.Message, "example.com/hold") {
 		t.Errorf("Upgradeable must name the pending object and its finalizer: %q", up.Message)
 	}
-	if got := scrape(t, srv.URL, "payload_applier_deletes_in_progress"); got != 2 {
+	if got := scrape(t, metricsURL, "payload_applier_deletes_in_progress"); got != 2 {
 		t.Errorf("payload_applier_deletes_in_progress = %v, want 2", got)
 	}
 
@@ -151,13 +159,13 @@ func TestOperatorUpdateStory(t *testing.T) {
 	if c.get(t, configMapGVK, ns, "first") != nil {
 		t.Error("the paced delete must have been issued by the later pass")
 	}
-	if got := scrape(t, srv.URL, "payload_applier_deletes_in_progress"); got != 0 {
+	if got := scrape(t, metricsURL, "payload_applier_deletes_in_progress"); got != 0 {
 		t.Errorf("payload_applier_deletes_in_progress = %v, want 0", got)
 	}
 	// The held delete completed between passes and the paced one in a pass:
 	// both count, once each.
 	for _, result := range []string{"requested", "completed"} {
-		if got := scrape(t, srv.URL, `payload_applier_deletes_total\{result="`+result+`"\}`); got != 2 {
+		if got := scrape(t, metricsURL, `payload_applier_deletes_total\{result="`+result+`"\}`); got != 2 {
 			t.Errorf("deletes_total{result=%q} = %v, want 2", result, got)
 		}
 	}
@@ -173,7 +181,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 	if len(cv.Status.History) != 4 || cv.Status.History[0].Version != "1.1.0" {
 		t.Errorf("history = %+v", cv.Status.History)
 	}
-	if got := scrape(t, srv.URL, `cluster_version\{from_version="",image="[^"]*",type="completed",version="1.1.0"\}`); got == 0 {
+	if got := scrape(t, metricsURL, `cluster_version\{from_version="",image="[^"]*",type="completed",version="1.1.0"\}`); got == 0 {
 		t.Error("cluster_version{type=completed} must report 1.1.0")
 	}
 }

@@ -273,12 +273,8 @@ func (r *Record) SkipSummary() string {
 	return msg
 }
 
-// bounded cuts a message written to the cluster to maxNoteLen bytes, on a
-// rune boundary, saying that it did.
+// bounded cuts a message written to the cluster to maxNoteLen bytes,
+// saying that it did.
 func bounded(s string) string {
-	if len(s) <= maxNoteLen {
-		return s
-	}
-	const mark = " … (cut)"
-	return payload.Clip(s, maxNoteLen-len(mark)) + mark
+	return payload.Bound(s, maxNoteLen)
 }

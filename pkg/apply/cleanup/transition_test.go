@@ -192,7 +192,7 @@ func TestNotesAreBounded(t *testing.T) {
 		t.Fatalf("%d notes kept and %d counted, want %d and %d", len(rec.Skips), rec.MoreSkips, maxNotes, 20000-maxNotes)
 	}
 	for _, n := range rec.Skips {
-		if len(n) > maxNoteLen || !utf8.ValidString(n) || !strings.HasSuffix(n, "(cut)") {
+		if len(n) > maxNoteLen || !utf8.ValidString(n) || !strings.HasSuffix(n, " bytes cut)") {
 			t.Fatalf("note of %d bytes (valid UTF-8: %v): %.60q…", len(n), utf8.ValidString(n), n)
 		}
 	}

@@ -1,0 +1,374 @@
+package operator
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// ConditionStatusTruncated is True while the status as last written
+// leaves something out to stay within its limits; the message says what.
+// It is absent otherwise.
+const ConditionStatusTruncated configv1.ClusterStatusConditionType = "StatusTruncated"
+
+// ReasonStatusLimits is the reason of StatusTruncated, and of the Warning
+// Event that announces a new cut.
+const ReasonStatusLimits = "StatusLimits"
+
+// Limits of the ClusterVersion status (docs/operations.md, "ClusterVersion
+// status limits"). etcd refuses an object over 1.5 MiB, and once a status
+// write fails the cluster has no report at all: every value the operator
+// writes is bounded, and the whole status has a budget well under that
+// limit, leaving room for spec, metadata and managedFields.
+const (
+	// MaxStatusBytes is the budget of the status, as JSON.
+	MaxStatusBytes = 256 << 10
+	// maxMessageBytes bounds a condition's message.
+	maxMessageBytes = 8 << 10
+	// maxReasonBytes bounds a condition's reason.
+	maxReasonBytes = 256
+	// maxAcceptedRisksBytes bounds a history entry's acceptedRisks.
+	maxAcceptedRisksBytes = 4 << 10
+	// maxReleaseFieldBytes bounds a release's version, image and URL,
+	// and each of its channels.
+	maxReleaseFieldBytes = 1 << 10
+	// maxChannels bounds a release's channels; the last one kept then
+	// reads "… and N more".
+	maxChannels = 32
+	// maxAvailableUpdates bounds availableUpdates, listed newest first.
+	maxAvailableUpdates = 500
+	// keptHistory is how many of the newest history entries the budget
+	// keeps while anything else can go.
+	keptHistory = 10
+	// minCutTextBytes is the shortest the budget cuts a message or an
+	// acceptedRisks to.
+	minCutTextBytes = 1 << 10
+	// maxCutsNoteBytes bounds StatusTruncated's message; the budget
+	// keeps room for it.
+	maxCutsNoteBytes = 2 << 10
+	// maxNamedCuts is how many cuts the note names, one by one.
+	maxNamedCuts = 10
+)
+
+// essentialConditions are the conditions admins and `oc adm upgrade` read
+// first: the budget cuts their messages last and never drops them.
+var essentialConditions = []configv1.ClusterStatusConditionType{
+	ConditionFailing, configv1.OperatorProgressing, configv1.OperatorAvailable, configv1.OperatorUpgradeable, ConditionReleaseAccepted,
+}
+
+// statusCuts is what fitStatus left out of a status.
+type statusCuts struct {
+	// notes say what was cut, one cut each.
+	notes []string
+	// perField counts the values cut and the entries dropped, per field
+	// of the status.
+	perField map[string]int
+}
+
+func (c *statusCuts) add(field string, n int, note string) {
+	if c.perField == nil {
+		c.perField = map[string]int{}
+	}
+	c.perField[field] += n
+	c.notes = append(c.notes, note)
+}
+
+// message is StatusTruncated's message, and the Event's: "" when
+// nothing was cut.
+func (c statusCuts) message() string {
+	if len(c.notes) == 0 {
+		return ""
+	}
+	named := c.notes[:min(len(c.notes), maxNamedCuts)]
+	msg := fmt.Sprintf("The status was cut to stay within its limits (docs/operations.md, %q): %s",
+		"ClusterVersion status limits", strings.Join(named, "; "))
+	if more := len(c.notes) - len(named); more > 0 {
+		msg += fmt.Sprintf("; … and %d more cuts", more)
+	}
+	return payload.Bound(msg, maxCutsNoteBytes)
+}
+
+// statusText is one string of the status that the limits bound.
+type statusText struct {
+	p *string
+	// where names it in notes: "conditions[Failing].message".
+	where string
+	// field is the status field it belongs to, as the metric names it.
+	field string
+	limit int
+	// tier orders the budget's cuts: 1 before 2; 0 is never cut beyond
+	// limit.
+	tier int
+}
+
+// statusTexts lists the strings of st the limits bound, in status order.
+func statusTexts(st *configv1.ClusterVersionStatus) []statusText {
+	var out []statusText
+	release := func(field, where string, r *configv1.Release) {
+		out = append(out,
+			statusText{p: &r.Version, where: where + ".version", field: field, limit: maxReleaseFieldBytes},
+			statusText{p: &r.Image, where: where + ".image", field: field, limit: maxReleaseFieldBytes},
+			statusText{p: (*string)(&r.URL), where: where + ".url", field: field, limit: maxReleaseFieldBytes})
+		for i := range r.Channels {
+			out = append(out, statusText{p: &r.Channels[i], where: fmt.Sprintf("%s.channels[%d]", where, i), field: field, limit: maxReleaseFieldBytes})
+		}
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		where := fmt.Sprintf("conditions[%s]", c.Type)
+		tier := 1
+		if slices.Contains(essentialConditions, c.Type) {
+			tier = 2
+		}
+		out = append(out,
+			statusText{p: &c.Reason, where: where + ".reason", field: "conditions", limit: maxReasonBytes},
+			statusText{p: &c.Message, where: where + ".message", field: "conditions", limit: maxMessageBytes, tier: tier})
+	}
+	release("desired", "desired", &st.Desired)
+	for i := range st.History {
+		h := &st.History[i]
+		where := fmt.Sprintf("history[%d]", i)
+		tier := 1
+		if i == 0 {
+			tier = 2
+		}
+		out = append(out,
+			statusText{p: &h.Version, where: where + ".version", field: "history", limit: maxReleaseFieldBytes},
+			statusText{p: &h.Image, where: where + ".image", field: "history", limit: maxReleaseFieldBytes},
+			statusText{p: &h.AcceptedRisks, where: where + ".acceptedRisks", field: "history", limit: maxAcceptedRisksBytes, tier: tier})
+	}
+	for i := range st.AvailableUpdates {
+		release("availableUpdates", fmt.Sprintf("availableUpdates[%d]", i), &st.AvailableUpdates[i])
+	}
+	return out
+}
+
+// fitStatus bounds every value of st and fits st into MaxStatusBytes,
+// saying what it cut in the StatusTruncated condition; the cuts are
+// cutToBudget's. Fitting is deterministic, and a fitted status needs no
+// further cut.
+func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
+	var previous *configv1.ClusterOperatorStatusCondition
+	if c := findCondition(st.Conditions, ConditionStatusTruncated); c != nil {
+		kept := *c
+		previous = &kept
+	}
+	st.Conditions = removeCondition(st.Conditions, ConditionStatusTruncated)
+	before := shapeOf(st)
+	var cuts statusCuts
+	originals := boundValues(st, &cuts)
+	// Room for StatusTruncated itself.
+	cutToBudget(st, originals, MaxStatusBytes-maxCutsNoteBytes-512)
+	cuts.describe(before, st, originals)
+	if msg := cuts.message(); msg != "" {
+		if previous != nil {
+			// Kept, so that its transition time is too.
+			st.Conditions = append(st.Conditions, *previous)
+		}
+		st.Conditions = setCondition(st.Conditions, configv1.ClusterOperatorStatusCondition{Type: ConditionStatusTruncated,
+			Status: configv1.ConditionTrue, Reason: ReasonStatusLimits, Message: msg}, now)
+	}
+	return cuts
+}
+
+// boundValues caps the lists of st and cuts each string to its limit. It
+// returns the strings as they were, by where, so that a later cut starts
+// from the whole text and the text carries one marker.
+func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts) map[string]string {
+	st.AvailableUpdates = st.AvailableUpdates[:min(len(st.AvailableUpdates), maxAvailableUpdates)]
+	st.History = st.History[:min(len(st.History), MaxHistory)]
+	// desired's channels are the cached release's: cut a copy.
+	st.Desired.Channels = capChannels(slices.Clone(st.Desired.Channels), "desired", "desired", cuts)
+	for i := range st.AvailableUpdates {
+		u := &st.AvailableUpdates[i]
+		u.Channels = capChannels(u.Channels, "availableUpdates", fmt.Sprintf("availableUpdates[%d]", i), cuts)
+	}
+	originals := map[string]string{}
+	for _, t := range statusTexts(st) {
+		originals[t.where] = *t.p
+		*t.p = payload.Bound(*t.p, t.limit)
+	}
+	return originals
+}
+
+// cutToBudget cuts st, its values bounded, until it is at most target
+// bytes, in this order: availableUpdates from the oldest,
+// conditionalUpdates from the last, history entries beyond the newest
+// keptHistory, then messages and acceptedRisks to one common length (no
+// shorter than minCutTextBytes), first of the other conditions and older
+// history, then of the essential conditions and the newest entry; last,
+// the other conditions, and history but its newest entry. desired is
+// never cut.
+func cutToBudget(st *configv1.ClusterVersionStatus, originals map[string]string, target int) {
+	over := func() int { return statusSize(st) - target }
+	if over() > 0 {
+		st.AvailableUpdates = dropTail(st.AvailableUpdates, 0, over())
+	}
+	if over() > 0 {
+		st.ConditionalUpdates = dropTail(st.ConditionalUpdates, 0, over())
+	}
+	if over() > 0 {
+		st.History = dropTail(st.History, keptHistory, over())
+	}
+	for tier := 1; tier <= 2 && over() > 0; tier++ {
+		cutTier(st, originals, tier, target)
+	}
+	for i := len(st.Conditions) - 1; i >= 0 && over() > 0; i-- {
+		if !slices.Contains(essentialConditions, st.Conditions[i].Type) {
+			st.Conditions = slices.Delete(st.Conditions, i, i+1)
+		}
+	}
+	if over() > 0 {
+		st.History = dropTail(st.History, 1, over())
+	}
+}
+
+// statusShape is what a status holds before it is fitted, for the notes.
+type statusShape struct {
+	updates, conditionalUpdates, history int
+	conditions                           []configv1.ClusterStatusConditionType
+}
+
+func shapeOf(st *configv1.ClusterVersionStatus) statusShape {
+	s := statusShape{updates: len(st.AvailableUpdates), conditionalUpdates: len(st.ConditionalUpdates), history: len(st.History)}
+	for _, c := range st.Conditions {
+		s.conditions = append(s.conditions, c.Type)
+	}
+	return s
+}
+
+// describe notes what fitting before into st cut: entries dropped from
+// each list, conditions dropped, and each string cut.
+func (c *statusCuts) describe(before statusShape, st *configv1.ClusterVersionStatus, originals map[string]string) {
+	lists := []struct {
+		field, which  string
+		before, after int
+	}{
+		{"availableUpdates", "newest", before.updates, len(st.AvailableUpdates)},
+		{"conditionalUpdates", "first", before.conditionalUpdates, len(st.ConditionalUpdates)},
+		{"history", "newest", before.history, len(st.History)},
+	}
+	for _, l := range lists {
+		if dropped := l.before - l.after; dropped > 0 {
+			c.add(l.field, dropped, fmt.Sprintf("%s keeps the %s %d of %d entries (… and %d more)", l.field, l.which, l.after, l.before, dropped))
+		}
+	}
+	var dropped []string
+	for _, t := range before.conditions {
+		if findCondition(st.Conditions, t) == nil {
+			dropped = append(dropped, string(t))
+		}
+	}
+	if len(dropped) > 0 {
+		c.add("conditions", len(dropped), "conditions dropped: "+strings.Join(dropped, ", "))
+	}
+	for _, t := range statusTexts(st) {
+		if was := originals[t.where]; *t.p != was {
+			c.add(t.field, 1, fmt.Sprintf("%s cut from %d to %d bytes", t.where, len(was), len(*t.p)))
+		}
+	}
+}
+
+// capChannels keeps maxChannels channels, the last saying how many more
+// there are.
+func capChannels(channels []string, field, where string, cuts *statusCuts) []string {
+	if len(channels) <= maxChannels {
+		return channels
+	}
+	more := len(channels) - (maxChannels - 1)
+	cuts.add(field, 1, fmt.Sprintf("%s.channels keeps %d of %d", where, maxChannels-1, len(channels)))
+	return append(channels[:maxChannels-1:maxChannels-1], fmt.Sprintf("… and %d more", more))
+}
+
+// cutTier cuts the messages and acceptedRisks of one tier to one common
+// length, the longest with which st fits target but no shorter than
+// minCutTextBytes: the longest texts lose most, and no more than needed.
+// Each is cut from its original, so that it carries one marker.
+func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tier, target int) {
+	var texts []statusText
+	longest := 0
+	for _, t := range statusTexts(st) {
+		if t.tier == tier && len(*t.p) > minCutTextBytes {
+			texts = append(texts, t)
+			longest = max(longest, len(*t.p))
+		}
+	}
+	if len(texts) == 0 {
+		return
+	}
+	cutTo := func(n int) bool {
+		for _, t := range texts {
+			*t.p = payload.Bound(originals[t.where], min(t.limit, n))
+		}
+		return statusSize(st) <= target
+	}
+	if !cutTo(minCutTextBytes) {
+		return
+	}
+	// fits is a length known to fit; longest, as the texts are now, does not.
+	fits, over := minCutTextBytes, longest
+	for over-fits > 1 {
+		mid := fits + (over-fits)/2
+		if cutTo(mid) {
+			fits = mid
+		} else {
+			over = mid
+		}
+	}
+	cutTo(fits)
+}
+
+// dropTail drops entries from the end of list, keeping at least keep,
+// until about excess bytes of JSON are gone.
+func dropTail[T any](list []T, keep, excess int) []T {
+	n := len(list)
+	for n > keep && excess > 0 {
+		b, _ := json.Marshal(list[n-1])
+		excess -= len(b) + 1
+		n--
+	}
+	return list[:n]
+}
+
+// statusSize is the size of st as JSON, as the apiserver stores it.
+func statusSize(st *configv1.ClusterVersionStatus) int {
+	b, _ := json.Marshal(st)
+	return len(b)
+}
+
+// cutsReporter remembers the cuts last written, so that an Event
+// announces each new cut once, not every pass.
+type cutsReporter struct {
+	mu   sync.Mutex
+	last map[string]bool
+}
+
+// fitStatus fits cv's status into its limits before a write, sets the
+// truncation gauge, and announces a cut the last write did not make with
+// a Warning Event. A cut that is gone is no news: a value carried over
+// from the status as read was cut before and keeps its marker.
+func (o *Operator) fitStatus(cv *configv1.ClusterVersion) {
+	cuts := fitStatus(&cv.Status, metav1.NewTime(o.clock.Now()))
+	o.metrics.observeStatusCuts(cuts.perField)
+	o.cuts.mu.Lock()
+	news := false
+	for _, n := range cuts.notes {
+		news = news || !o.cuts.last[n]
+	}
+	o.cuts.last = map[string]bool{}
+	for _, n := range cuts.notes {
+		o.cuts.last[n] = true
+	}
+	o.cuts.mu.Unlock()
+	if news {
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, ReasonStatusLimits, cuts.message())
+	}
+}
