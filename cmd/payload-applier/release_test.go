@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -120,5 +121,32 @@ func TestPlanReadsAReleaseImage(t *testing.T) {
 	jb, _ := json.Marshal(b)
 	if string(ja) != string(jb) {
 		t.Errorf("the plan of the image differs from the directory's (files aside):\n%s\n%s", fromImage, fromDir)
+	}
+}
+
+// TestSkopeoReadsAPackedRelease proves that release pack writes a
+// standard image: another implementation of the distribution API reads it.
+func TestSkopeoReadsAPackedRelease(t *testing.T) {
+	skopeo, err := exec.LookPath("skopeo")
+	if err != nil {
+		t.Fatal("skopeo is not installed: `make tools` installs it (Debian package skopeo)")
+	}
+	host := startRegistry(t)
+	ref := packTo(t, payloadDir("next-4.20"), host+"/demo/release:4.20")
+	out, err := exec.Command(skopeo, "inspect", "--tls-verify=false", "docker://"+ref).CombinedOutput()
+	if err != nil {
+		t.Fatalf("skopeo inspect %s: %v\n%s", ref, err, out)
+	}
+	var got struct {
+		Digest string
+		Labels map[string]string
+		Os     string
+		Layers []string
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("skopeo inspect printed no JSON: %v\n%s", err, out)
+	}
+	if "docker://"+host+"/demo/release@"+got.Digest != "docker://"+ref || got.Labels["io.openshift.release"] != "4.20.0" || got.Os != "linux" || len(got.Layers) != 1 {
+		t.Errorf("skopeo reads %+v from %s; want its digest, the io.openshift.release label 4.20.0 and one layer", got, ref)
 	}
 }

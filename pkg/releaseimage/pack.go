@@ -37,14 +37,21 @@ type File struct {
 }
 
 // NewLayer builds a gzipped OCI layer of files, in name order, owned by
-// root and dated modified. The same files and time give the same digest.
+// root and dated modified (the zero time is the Unix epoch). The same
+// files and time give the same digest. Of Mode, the permissions and the
+// sticky bit are kept.
 func NewLayer(files []File, modified time.Time) (v1.Layer, error) {
+	modified = orEpoch(modified)
 	sorted := append([]File(nil), files...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range sorted {
-		hdr := &tar.Header{Name: f.Name, Mode: int64(f.Mode.Perm()), ModTime: modified, Typeflag: tar.TypeReg, Size: int64(len(f.Data))}
+		mode := int64(f.Mode.Perm())
+		if f.Mode&fs.ModeSticky != 0 {
+			mode |= 0o1000 // tar's sticky bit, as /tmp wants it
+		}
+		hdr := &tar.Header{Name: f.Name, Mode: mode, ModTime: modified, Typeflag: tar.TypeReg, Size: int64(len(f.Data))}
 		if f.Mode.IsDir() {
 			hdr.Typeflag, hdr.Size = tar.TypeDir, 0
 			hdr.Name = strings.TrimSuffix(f.Name, "/") + "/"
@@ -65,6 +72,35 @@ func NewLayer(files []File, modified time.Time) (v1.Layer, error) {
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(data)), nil
 	}, tarball.WithMediaType(types.OCILayer))
+}
+
+// NewImage is an OCI image of layer alone, with cfg's platform and
+// settings, dated created (the zero time is the Unix epoch), its history
+// saying createdBy.
+func NewImage(layer v1.Layer, cfg v1.ConfigFile, created time.Time, createdBy string) (v1.Image, error) {
+	when := v1.Time{Time: orEpoch(created)}
+	cfg.RootFS, cfg.History = v1.RootFS{}, nil
+	img, err := mutate.ConfigFile(empty.Image, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, History: v1.History{Created: when, CreatedBy: createdBy}})
+	if err != nil {
+		return nil, err
+	}
+	if img, err = mutate.CreatedAt(img, when); err != nil {
+		return nil, err
+	}
+	return mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON), nil
+}
+
+// orEpoch is t in UTC, or the Unix epoch for the zero time: what is built
+// is dated, and dated the same on every build.
+func orEpoch(t time.Time) time.Time {
+	if t.IsZero() {
+		return time.Unix(0, 0).UTC()
+	}
+	return t.UTC()
 }
 
 // PackOptions shape the image Pack builds.
@@ -91,38 +127,22 @@ func Pack(dir string, opts PackOptions) (v1.Image, *payload.Release, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	created := opts.Created
-	if created.IsZero() {
-		created = time.Unix(0, 0)
-	}
-	created = created.UTC()
 	arch := opts.Architecture
 	if arch == "" {
 		arch = runtime.GOARCH
 	}
-	layer, err := NewLayer(files, created)
+	layer, err := NewLayer(files, opts.Created)
 	if err != nil {
 		return nil, nil, err
 	}
-	img, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
+	img, err := NewImage(layer, v1.ConfigFile{
 		Architecture: arch,
 		OS:           "linux",
 		Config:       v1.Config{Labels: map[string]string{ReleaseLabel: rel.Version}},
-	})
+	}, opts.Created, "payload-applier release pack")
 	if err != nil {
 		return nil, nil, err
 	}
-	img, err = mutate.Append(img, mutate.Addendum{
-		Layer:   layer,
-		History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "payload-applier release pack", Comment: "release " + rel.Version},
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	if img, err = mutate.CreatedAt(img, v1.Time{Time: created}); err != nil {
-		return nil, nil, err
-	}
-	img = mutate.ConfigMediaType(mutate.MediaType(img, types.OCIManifestSchema1), types.OCIConfigJSON)
 	return img, rel, nil
 }
 
