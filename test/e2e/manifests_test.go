@@ -123,7 +123,7 @@ func TestManifestsAgree(t *testing.T) {
 		t.Errorf("container args = %v, want %v", c.Args, operatorArgs)
 	}
 	if !strings.HasPrefix(c.Image, "quay.io/payload-applier/payload-applier:") {
-		t.Errorf("image = %s, want the documented placeholder", c.Image)
+		t.Errorf("image = %s, want the one make image pushes (docs/operations.md)", c.Image)
 	}
 	if !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.MountPath == "/payloads" && v.ReadOnly }) {
 		t.Errorf("no read-only volume at /payloads: %+v", c.VolumeMounts)
