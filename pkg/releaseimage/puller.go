@@ -105,7 +105,8 @@ type FetchOptions struct {
 // Extracted is a release pulled into the cache.
 type Extracted struct {
 	// Dir holds release-manifests/ (and manifests/ when the image has
-	// them); load it with payload.Load.
+	// them); load it with payload.Load before MaxReleases newer fetches
+	// or a Prune can drop it. Its content is trusted as the puller's own.
 	Dir string `json:"-"`
 	// Digest is the digest asked for, or the one a tag resolved to, as
 	// "sha256:<hex>". For a multi-architecture release it is the index's.

@@ -673,3 +673,28 @@ func TestWriteLayoutHoldsThePackedImage(t *testing.T) {
 		t.Errorf("index.json = %s, want one image %s named 1.0.0", idx, want)
 	}
 }
+
+func TestATransientRegistryErrorIsRetried(t *testing.T) {
+	r := newTestRegistry(t)
+	ref := r.push(t, "ocp/release:1.0.0", imageOf(t, rawLayer(t, metadataEntries("1.0.0")...)))
+	var failed sync.Once
+	r.intercept = func(w http.ResponseWriter, req *http.Request) bool {
+		hit := false
+		if strings.Contains(req.URL.Path, "/blobs/") && req.Method == http.MethodGet {
+			failed.Do(func() {
+				hit = true
+				w.WriteHeader(http.StatusServiceUnavailable)
+			})
+		}
+		return hit
+	}
+	r.reset()
+	p := newTestPuller(t, Config{})
+	if _, err := fetch(t, p, ref, ""); err != nil {
+		t.Fatalf("fetch after one 503: %v", err)
+	}
+	gets := r.served("GET /v2/ocp/release/blobs/")
+	if len(gets) < 3 { // config, the layer, and the one retried
+		t.Errorf("blob GETs %v, want the one that failed asked again", gets)
+	}
+}
