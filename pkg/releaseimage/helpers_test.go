@@ -78,18 +78,26 @@ func (r *testRegistry) served(substr string) []string {
 
 func (r *testRegistry) all() []string { return r.served("") }
 
-// push writes img to repo:tag on the registry and returns the reference
-// by digest.
-func (r *testRegistry) push(t testing.TB, repoTag string, img v1.Image) Ref {
+// push writes an image or an index to repo:tag on the registry and
+// returns the reference by digest.
+func (r *testRegistry) push(t testing.TB, repoTag string, obj interface{ Digest() (v1.Hash, error) }) Ref {
 	t.Helper()
 	tag, err := name.NewTag(r.host + "/" + repoTag)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(tag, img); err != nil {
+	switch obj := obj.(type) {
+	case v1.Image:
+		err = remote.Write(tag, obj)
+	case v1.ImageIndex:
+		err = remote.WriteIndex(tag, obj)
+	default:
+		t.Fatalf("cannot push a %T", obj)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := img.Digest()
+	d, err := obj.Digest()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,21 +221,4 @@ func fetch(t testing.TB, p *Puller, ref Ref, platform string) (*Extracted, error
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	return p.Fetch(ctx, ref, FetchOptions{Platform: platform})
-}
-
-// pushIndex writes idx to repo:tag and returns the reference by digest.
-func (r *testRegistry) pushIndex(t testing.TB, repoTag string, idx v1.ImageIndex) Ref {
-	t.Helper()
-	tag, err := name.NewTag(r.host + "/" + repoTag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(tag, idx); err != nil {
-		t.Fatal(err)
-	}
-	d, err := idx.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mustRef(t, tag.Context().Name()+"@"+d.String())
 }

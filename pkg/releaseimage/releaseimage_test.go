@@ -359,7 +359,7 @@ func TestFetchPicksThePlatformOfAnIndex(t *testing.T) {
 		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
 	}
 	idx := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
-	ref := r.pushIndex(t, "ocp/release:1.0.0", idx)
+	ref := r.push(t, "ocp/release:1.0.0", idx)
 
 	p := newTestPuller(t, Config{})
 	for _, arch := range []string{"arm64", "amd64"} {
