@@ -2,12 +2,14 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -69,11 +71,11 @@ func TestLintReadsReleaseImages(t *testing.T) {
 
 	// The same findings as from the directories: a leftover delete
 	// across the minor update.
-	stdout, stderr, code := execute(t, "lint", "--previous", prev, host+"/demo/release:4.20")
+	stdout, stderr, code := execute(t, "lint", "-o", "json", "--previous", prev, host+"/demo/release:4.20")
 	if code != exitFailed || !strings.Contains(stderr, "demo/release:4.20: 1 error, 1 warning") {
 		t.Errorf("lint of images: exit %d, stderr %s\nstdout %s; want the directory's 1 error and 1 warning", code, stderr, stdout)
 	}
-	dirOut, _, _ := execute(t, "lint", "--previous", payloadDir("previous-4.19"), payloadDir("next-4.20"))
+	dirOut, _, _ := execute(t, "lint", "-o", "json", "--previous", payloadDir("previous-4.19"), payloadDir("next-4.20"))
 	if got, want := findingKeys(t, stdout), findingKeys(t, dirOut); got != want {
 		t.Errorf("findings from images:\n%s\nfrom directories:\n%s", got, want)
 	}
@@ -91,14 +93,23 @@ func TestLintReadsReleaseImages(t *testing.T) {
 	}
 }
 
-// findingKeys are the rule and message of each line of lint's text
-// output, without the file's directory.
+// findingKeys are the rule, severity, file name and position of each
+// finding lint prints as JSON, sorted: where the payload was read from
+// aside.
 func findingKeys(t *testing.T, out string) string {
 	t.Helper()
-	var keys []string
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		keys = append(keys, filepath.Base(line))
+	var findings []struct {
+		File, Rule, Severity string
+		Line, Column         int
 	}
+	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+		t.Fatalf("lint printed no JSON: %v\n%s", err, out)
+	}
+	var keys []string
+	for _, f := range findings {
+		keys = append(keys, fmt.Sprintf("%s %s %s:%d:%d", f.Rule, f.Severity, filepath.Base(f.File), f.Line, f.Column))
+	}
+	sort.Strings(keys)
 	return strings.Join(keys, "\n")
 }
 
