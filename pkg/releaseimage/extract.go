@@ -58,6 +58,14 @@ func (l Limits) orDefaults() Limits {
 	return l
 }
 
+// sizeOf says n bytes in MiB when that is exact, as the limits are.
+func sizeOf(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // ContentError is a release image whose content the puller refuses: an
 // unsafe or oversized layer entry, or no release-manifests directory.
 type ContentError struct {
@@ -141,7 +149,7 @@ func (c countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.x.read += int64(n)
 	if c.x.read > c.x.limits.ReadBytes {
-		return n, &ContentError{Reason: fmt.Sprintf("the image's layers hold more than %d MiB uncompressed", c.x.limits.ReadBytes>>20)}
+		return n, &ContentError{Reason: fmt.Sprintf("the image's layers hold more than %s uncompressed", sizeOf(c.x.limits.ReadBytes))}
 	}
 	return n, err
 }
@@ -316,10 +324,10 @@ func (x *extraction) ensureDir(p string) error {
 
 func (x *extraction) writeFile(index int, p string, size int64, body io.Reader, refuse func(string, ...any) error) error {
 	if size > x.limits.FileBytes {
-		return refuse("%d bytes, more than the %d MiB a payload file may hold", size, x.limits.FileBytes>>20)
+		return refuse("%d bytes, more than the %s a payload file may hold", size, sizeOf(x.limits.FileBytes))
 	}
 	if x.written+size > x.limits.TotalBytes {
-		return refuse("the release's files come to more than %d MiB", x.limits.TotalBytes>>20)
+		return refuse("the release's files come to more than %s", sizeOf(x.limits.TotalBytes))
 	}
 	if d, ok := x.decided[p]; ok && d.dir {
 		return refuse("a file where the layer also has a directory")

@@ -308,6 +308,7 @@ func parsePlatform(s string) (v1.Platform, error) {
 // directory, which is renamed into place only once whole.
 func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platform v1.Platform) (*Extracted, error) {
 	retrieveErr := func(err error) error { return &RetrieveError{Ref: asked, Err: err} }
+	refused := func(err error) error { return fmt.Errorf("release image %s refused: %w", asked, err) }
 	opts := p.conn.options(ctx, platform)
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
@@ -331,7 +332,7 @@ func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platfo
 		return nil, retrieveErr(err)
 	}
 	if err := p.checkSizes(manifest); err != nil {
-		return nil, err
+		return nil, refused(err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {
@@ -351,7 +352,7 @@ func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platfo
 	if err := extract(tmp, layers, p.cfg.Limits); err != nil {
 		var ce *ContentError
 		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("release image %s refused: %w", asked, err)
+			return nil, refused(err)
 		}
 		return nil, retrieveErr(err)
 	}
@@ -376,7 +377,7 @@ func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platfo
 // the limits allow.
 func (p *Puller) checkSizes(m *v1.Manifest) error {
 	if m.Config.Size > maxConfigBytes {
-		return &ContentError{Reason: fmt.Sprintf("the image's config is %d bytes, more than %d MiB", m.Config.Size, maxConfigBytes>>20)}
+		return &ContentError{Reason: fmt.Sprintf("the image's config is %d bytes, more than %s", m.Config.Size, sizeOf(maxConfigBytes))}
 	}
 	var total int64
 	for _, l := range m.Layers {
@@ -385,7 +386,7 @@ func (p *Puller) checkSizes(m *v1.Manifest) error {
 		}
 		total += l.Size
 		if total > p.cfg.Limits.ReadBytes {
-			return &ContentError{Reason: fmt.Sprintf("the image's layers are more than %d MiB", p.cfg.Limits.ReadBytes>>20)}
+			return &ContentError{Reason: fmt.Sprintf("the image's layers are more than %s", sizeOf(p.cfg.Limits.ReadBytes))}
 		}
 	}
 	return nil

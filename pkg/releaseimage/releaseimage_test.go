@@ -252,6 +252,17 @@ func TestFetchRefusesUnsafeLayers(t *testing.T) {
 			want: "more than 1 MiB",
 		},
 		{
+			name:   "more files than the limit",
+			limits: Limits{Files: 4},
+			bad:    []entry{reg("release-manifests/0000_50_a.yaml", "a"), reg("release-manifests/0000_50_b.yaml", "b")},
+			want:   "more than 4 files and directories",
+		},
+		{
+			name:   "layers larger than the read limit, as the manifest sizes them",
+			limits: Limits{ReadBytes: 100},
+			want:   "the image's layers are more than 100 bytes",
+		},
+		{
 			name:   "layers over the read limit",
 			limits: Limits{ReadBytes: 1 << 20},
 			bad:    []entry{reg("usr/share/filler", strings.Repeat("f", 2<<20))},
