@@ -142,7 +142,9 @@ func (e *RetrieveError) Error() string {
 func (e *RetrieveError) Unwrap() error { return e.Err }
 
 // Puller pulls release images into a cache by digest. It is safe for
-// concurrent use; two processes should not share one cache directory.
+// concurrent use. Processes may share a cache directory (the CLI's is per
+// user): none sees another's release half-extracted, but one may evict a
+// release that another is still loading, which then fails to load.
 type Puller struct {
 	cfg  Config
 	conn *conn
@@ -154,8 +156,8 @@ type Puller struct {
 	pulls [16]sync.Mutex
 }
 
-// NewPuller checks cfg, creates the cache directory and drops what an
-// earlier process left half-extracted.
+// NewPuller checks cfg, creates the cache directory and drops what a
+// process that died left half-extracted.
 func NewPuller(cfg Config) (*Puller, error) {
 	if cfg.CacheDir == "" {
 		return nil, errors.New("a release image cache directory is required")
@@ -557,11 +559,19 @@ func (p *Puller) dropPartial() error {
 	if err != nil {
 		return fmt.Errorf("release image cache: %w", err)
 	}
+	// A live fetch ends within its timeout; a partial directory older than
+	// twice the longest one is left by a process that died, not one that
+	// shares the cache and is still extracting.
+	stale := time.Now().Add(-2 * max(p.cfg.Timeout, DefaultTimeout))
 	for _, de := range des {
-		if strings.HasPrefix(de.Name(), partialPrefix) {
-			if err := os.RemoveAll(filepath.Join(p.cfg.CacheDir, de.Name())); err != nil {
-				return fmt.Errorf("release image cache: %w", err)
-			}
+		if !strings.HasPrefix(de.Name(), partialPrefix) {
+			continue
+		}
+		if info, err := de.Info(); err != nil || info.ModTime().After(stale) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(p.cfg.CacheDir, de.Name())); err != nil {
+			return fmt.Errorf("release image cache: %w", err)
 		}
 	}
 	return nil

@@ -648,15 +648,21 @@ func TestCredentialsComeFromTheAuthFile(t *testing.T) {
 	}
 }
 
-func TestNewPullerDropsPartialExtractions(t *testing.T) {
+func TestNewPullerDropsPartialExtractionsOfDeadProcesses(t *testing.T) {
 	cache := t.TempDir()
-	partial := filepath.Join(cache, partialPrefix+"123", "release-manifests")
-	if err := os.MkdirAll(partial, 0o755); err != nil {
+	for _, name := range []string{partialPrefix + "dead", partialPrefix + "live"} {
+		if err := os.MkdirAll(filepath.Join(cache, name, "release-manifests"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Older than any fetch may last: its process died.
+	old := time.Now().Add(-3 * DefaultTimeout)
+	if err := os.Chtimes(filepath.Join(cache, partialPrefix+"dead"), old, old); err != nil {
 		t.Fatal(err)
 	}
 	p := newTestPuller(t, Config{CacheDir: cache})
-	if names := cacheNames(t, p); len(names) != 0 {
-		t.Errorf("the cache holds %v, want the partial extraction gone", names)
+	if names := cacheNames(t, p); !reflect.DeepEqual(names, []string{partialPrefix + "live"}) {
+		t.Errorf("the cache holds %v, want only the partial extraction another process may still be writing", names)
 	}
 }
 
