@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -51,13 +50,27 @@ func (n Node) Deprecation() (string, bool) {
 	return msg, ok
 }
 
-// Channels lists the node's channels.
+// Channels lists the node's channels, each once, in the order given.
 func (n Node) Channels() []string {
-	var out []string
-	for _, c := range strings.Split(n.Metadata[ChannelsKey], ",") {
-		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
-			out = append(out, c)
+	parts := strings.Split(n.Metadata[ChannelsKey], ",")
+	out := parts[:0]
+	// A set only for a long list, where Contains would be quadratic.
+	var seen map[string]bool
+	if len(parts) > 16 {
+		seen = make(map[string]bool, len(parts))
+	}
+	for _, c := range parts {
+		c = strings.TrimSpace(c)
+		if c == "" || seen[c] || (seen == nil && slices.Contains(out, c)) {
+			continue
 		}
+		if seen != nil {
+			seen[c] = true
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -158,9 +171,18 @@ func (g *Graph) Deprecations() map[string]string {
 }
 
 func sortNewestFirst(nodes []Node) {
-	sort.SliceStable(nodes, func(i, j int) bool {
-		a, _ := semver.Parse(nodes[i].Version)
-		b, _ := semver.Parse(nodes[j].Version)
-		return a.GT(b)
-	})
+	// Each version parsed once, not once per comparison.
+	type release struct {
+		version semver.Version
+		node    Node
+	}
+	releases := make([]release, len(nodes))
+	for i, n := range nodes {
+		v, _ := semver.Parse(n.Version)
+		releases[i] = release{v, n}
+	}
+	slices.SortStableFunc(releases, func(a, b release) int { return b.version.Compare(a.version) })
+	for i, r := range releases {
+		nodes[i] = r.node
+	}
 }
