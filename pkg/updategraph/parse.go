@@ -328,9 +328,9 @@ func (p *parser) checkEdges(g *Graph) error {
 
 // excerpt shortens s for an error message.
 func excerpt(s string) string {
-	const max = 64
-	if len(s) <= max {
+	const limit = 64
+	if len(s) <= limit {
 		return s
 	}
-	return payload.Clip(s, max) + "…"
+	return payload.Clip(s, limit) + "…"
 }
