@@ -26,6 +26,7 @@ type Rule string
 // Rules that reading the files applies.
 const (
 	RuleParseError      Rule = "parse-error"
+	RuleYAMLMergeKey    Rule = "yaml-merge-key"
 	RuleDuplicateInFile Rule = "duplicate-in-file"
 	RuleReleaseMetadata Rule = "release-metadata"
 )

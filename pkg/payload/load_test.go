@@ -177,7 +177,7 @@ func TestLoadAllParseFindings(t *testing.T) {
 		},
 		"a document without name": {
 			content:  "# header\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  namespace: x\n",
-			wantLine: 2, want: "metadata.name is missing or not a string", rule: RuleParseError,
+			wantLine: 2, want: "metadata.name is missing or empty", rule: RuleParseError,
 		},
 		"text after a document separator": {
 			content:  annotated("v1", "ConfigMap", "ns", "a") + "--- apiVersion: v1\n",
