@@ -8,106 +8,20 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-)
 
-const (
-	includeAnnotation       = `include.release.openshift.io/self-managed-high-availability`
-	oneLineNumericNamespace = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":7,"annotations":{"` + includeAnnotation + `":"true"}}}`
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
-
-// hiddenDeleteCases are documents whose text hides or injects a delete
-// annotation, or drops the namespace, unless the parse refuses them. Each
-// names the file, the rule, and where the finding must point.
-var hiddenDeleteCases = map[string]struct {
-	file, content string
-	rule          Rule
-	line, col     int
-	contains      string
-}{
-	"a .json file whose second delete key hides the first": {
-		file: "0000_50_a_00_x.json",
-		content: `{
-  "apiVersion": "v1",
-  "kind": "ConfigMap",
-  "metadata": {
-    "name": "a",
-    "namespace": "ns",
-    "annotations": {
-      "` + includeAnnotation + `": "true",
-      "release.openshift.io/delete": "true",
-      "release.openshift.io/delete": "false"
-    }
-  }
-}
-`,
-		rule: RuleParseError, line: 10, contains: `key "release.openshift.io/delete" is set twice`,
-	},
-	"a flow-style YAML document whose second delete key injects a delete": {
-		file: "0000_50_a_00_x.yaml",
-		content: annotated("v1", "ConfigMap", "ns", "first") + "---\n" +
-			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","annotations":{"` + includeAnnotation + `":"true","release.openshift.io/delete":"false","release.openshift.io/delete":"true"}}}` + "\n",
-		rule: RuleParseError, line: 9, contains: `key "release.openshift.io/delete" is set twice`,
-	},
-	"a merge key that copies a delete annotation from labels": {
-		file: "0000_50_a_00_x.yaml",
-		content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n  labels: &marks\n    release.openshift.io/delete: \"true\"\n" +
-			"  annotations:\n    <<: *marks\n    " + includeAnnotation + ": \"true\"\n",
-		rule: RuleYAMLMergeKey, line: 9, col: 5, contains: "YAML merge key",
-	},
-	"a merge key of an inline mapping": {
-		file: "0000_50_a_00_x.yaml",
-		content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n  annotations:\n    " + includeAnnotation + ": \"true\"\n" +
-			"    <<: {release.openshift.io/delete: \"true\"}\n",
-		rule: RuleYAMLMergeKey, line: 8, col: 5, contains: "YAML merge key",
-	},
-	"a merge key written with escapes, which the parser still merges at": {
-		file: "0000_50_a_00_x.yaml",
-		content: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: ns\n  annotations:\n    " + includeAnnotation + ": \"true\"\n" +
-			"    ! \"\\x3c\\x3c\": {release.openshift.io/delete: \"true\"}\n",
-		rule: RuleYAMLMergeKey, line: 8, contains: "YAML merge key",
-	},
-	"a merge key in a JSON document": {
-		file:    "0000_50_a_00_x.json",
-		content: `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns","annotations":{"<<":{"release.openshift.io/delete":"true"}}}}`,
-		rule:    RuleYAMLMergeKey, line: 1, contains: "YAML merge key",
-	},
-	"namespace: no, which YAML reads as false": {
-		file:    "0000_50_a_00_x.yaml",
-		content: annotated("v1", "ConfigMap", "no", "a", `release.openshift.io/delete: "true"`),
-		rule:    RuleParseError, line: 5, col: 3, contains: "metadata.namespace is the YAML boolean false, not a string; quote it",
-	},
-	"a numeric name": {
-		file:    "0000_50_a_00_x.yaml",
-		content: annotated("v1", "ConfigMap", "ns", "123"),
-		rule:    RuleParseError, line: 4, col: 3, contains: "metadata.name is the YAML number 123, not a string",
-	},
-	"a numeric namespace in a one-line JSON document": {
-		file:    "0000_50_a_00_x.json",
-		content: oneLineNumericNamespace,
-		rule:    RuleParseError, line: 1, col: strings.Index(oneLineNumericNamespace, `"namespace"`) + 1, contains: "metadata.namespace is the YAML number 7",
-	},
-	"a null namespace": {
-		file:    "0000_50_a_00_x.yaml",
-		content: annotated("v1", "ConfigMap", "~", "a"),
-		rule:    RuleParseError, line: 5, col: 3, contains: "metadata.namespace is empty, not a string",
-	},
-	"a kind that is a mapping": {
-		file:    "0000_50_a_00_x.yaml",
-		content: annotated("v1", "{name: ConfigMap}", "ns", "a"),
-		rule:    RuleParseError, line: 2, col: 1, contains: "kind is a mapping, not a string",
-	},
-}
 
 // TestHiddenDeletesAreRejected: each shape is one finding at its file and
 // line, the document yields no manifest, and Load rejects the payload.
 func TestHiddenDeletesAreRejected(t *testing.T) {
-	for name, tc := range hiddenDeleteCases {
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range payloadtest.HiddenDeletes {
+		t.Run(tc.Name, func(t *testing.T) {
 			dir := writePayload(t, "4.20.0", map[string]string{
 				"0000_40_a_00_ok.yaml": annotated("v1", "ConfigMap", "ns", "ok"),
-				tc.file:                tc.content,
+				tc.File:                tc.Content,
 			})
-			file := filepath.Join(dir, tc.file)
+			file := filepath.Join(dir, tc.File)
 			all, findings, err := LoadAll(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -116,11 +30,11 @@ func TestHiddenDeletesAreRejected(t *testing.T) {
 				t.Fatalf("want one finding, got\n%s", formatFindings(findings))
 			}
 			f := findings[0]
-			if f.File != file || f.Rule != tc.rule || f.Line != tc.line || (tc.col != 0 && f.Column != tc.col) || f.Severity != SeverityError || !strings.Contains(f.Message, tc.contains) {
-				t.Errorf("got %s\nwant an error %s at %s:%d:%d containing %q", f, tc.rule, file, tc.line, tc.col, tc.contains)
+			if f.File != file || string(f.Rule) != tc.Rule || f.Line != tc.Line || (tc.Column != 0 && f.Column != tc.Column) || f.Severity != SeverityError || !strings.Contains(f.Message, tc.Contains) {
+				t.Errorf("got %s\nwant an error %s at %s:%d:%d containing %q", f, tc.Rule, file, tc.Line, tc.Column, tc.Contains)
 			}
 			for _, m := range all.Manifests {
-				if m.File == tc.file && m.Obj.GetName() != "first" {
+				if m.File == tc.File && m.Obj.GetName() != "first" {
 					t.Errorf("the refused document still yields %s", m.ID())
 				}
 			}
@@ -133,7 +47,7 @@ func TestHiddenDeletesAreRejected(t *testing.T) {
 			if r != nil || !errors.As(err, &verr) {
 				t.Fatalf("Load returned %v, %v; want no release and a *ValidationError", r, err)
 			}
-			if want := fmt.Sprintf("%s:%d:", file, tc.line); !strings.Contains(err.Error(), want) {
+			if want := fmt.Sprintf("%s:%d:", file, tc.Line); !strings.Contains(err.Error(), want) {
 				t.Errorf("the error does not name %s:\n%v", want, err)
 			}
 		})
@@ -143,7 +57,7 @@ func TestHiddenDeletesAreRejected(t *testing.T) {
 func TestAnchorsAndQuotedValuesStillLoad(t *testing.T) {
 	dir := writePayload(t, "4.20.0", map[string]string{
 		"0000_50_a_00_x.yaml": annotated("v1", "ConfigMap", `"no"`, "a") + "data:\n  first: &greeting hello\n  second: *greeting\n",
-		"0000_50_a_01_y.json": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b","namespace":"ns","annotations":{"` + includeAnnotation + `":"true"}},"data":{"x":"a\u00e9b"}}`,
+		"0000_50_a_01_y.json": `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b","namespace":"ns","annotations":{"include.release.openshift.io/self-managed-high-availability":"true"}},"data":{"x":"a\u00e9b"}}`,
 	})
 	r, err := Load(dir, DefaultLoadOptions())
 	if err != nil {
@@ -174,18 +88,22 @@ func TestJSONEscapesTheYAMLParserLacksAreExplained(t *testing.T) {
 	}
 }
 
-// TestMergeKeyGate: every way to write a key that reads << passes the
-// quick test, so that mergeKeyPosition gets to see it.
+// mergeKeySpellings write a key that reads << in every way YAML allows:
+// plain, quoted, escaped, tagged, joined across lines, as a block scalar.
+var mergeKeySpellings = []string{
+	"a:\n  <<: {b: c}\n",
+	"a:\n  \"<<\": {b: c}\n",
+	"a:\n  ! \"\\x3c\\x3c\": {b: c}\n",
+	"a:\n  !!merge \"\\u003c<\": {b: c}\n",
+	"a:\n  ! \"\\U0000003c<\": {b: c}\n",
+	"a:\n  ? ! \"<\\\n    <\"\n  : {b: c}\n",
+	"a:\n  ? |-\n    <<\n  : {b: c}\n",
+}
+
+// TestMergeKeyGate: every spelling of a key that reads << passes the quick
+// test, so that mergeKeyPosition gets to see it.
 func TestMergeKeyGate(t *testing.T) {
-	for _, doc := range []string{
-		"a:\n  <<: {b: c}\n",
-		"a:\n  \"<<\": {b: c}\n",
-		"a:\n  ! \"\\x3c\\x3c\": {b: c}\n",
-		"a:\n  !!merge \"\\u003c<\": {b: c}\n",
-		"a:\n  ! \"\\U0000003c<\": {b: c}\n",
-		"a:\n  ? ! \"<\\\n    <\"\n  : {b: c}\n",
-		"a:\n  ? |-\n    <<\n  : {b: c}\n",
-	} {
+	for _, doc := range mergeKeySpellings {
 		line, _, found, err := mergeKeyPosition([]byte(doc))
 		if err != nil || !found {
 			t.Errorf("%q: mergeKeyPosition found no merge key (%v)", doc, err)
