@@ -22,14 +22,7 @@ func TestHiddenDeletesAreRejected(t *testing.T) {
 				tc.File:                tc.Content,
 			})
 			file := filepath.Join(dir, tc.File)
-			all, findings, err := LoadAll(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(findings) != 1 {
-				t.Fatalf("want one finding, got\n%s", formatFindings(findings))
-			}
-			f := findings[0]
+			all, f := loadOneFinding(t, dir)
 			if f.File != file || string(f.Rule) != tc.Rule || f.Line != tc.Line || (tc.Column != 0 && f.Column != tc.Column) || f.Severity != SeverityError || !strings.Contains(f.Message, tc.Contains) {
 				t.Errorf("got %s\nwant an error %s at %s:%d:%d containing %q", f, tc.Rule, file, tc.Line, tc.Column, tc.Contains)
 			}
