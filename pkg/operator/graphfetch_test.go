@@ -1,0 +1,325 @@
+package operator
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
+	"github.com/payload-applier/payload-applier/pkg/updategraph"
+)
+
+// channelGraphs: from 1.0.0, stable-1 offers 1.1.0 and 1.0.1, fast-1
+// offers 1.2.0; nothing is deprecated.
+var channelGraphs = map[string]string{
+	"stable-1": `{"nodes": [{"version": "1.0.0", "payload": "r:1.0.0"}, {"version": "1.0.1", "payload": "r:1.0.1"}, {"version": "1.1.0", "payload": "r:1.1.0"}], "edges": [[0, 1], [0, 2]]}`,
+	"fast-1":   `{"nodes": [{"version": "1.0.0", "payload": "r:1.0.0"}, {"version": "1.2.0", "payload": "r:1.2.0"}], "edges": [[0, 1]]}`,
+}
+
+// guard bounds what the tests wait for; far above what a loaded machine
+// needs, far below the 30s a blocked try takes.
+const guard = 20 * time.Second
+
+// blackHole is an upstream that accepts connections, reads requests and
+// never answers.
+type blackHole struct {
+	url string
+	// asked closes once a request has come in; hungUp when a client
+	// that asked closes its connection.
+	asked, hungUp chan struct{}
+}
+
+func newBlackHole(t *testing.T) *blackHole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &blackHole{url: "http://" + ln.Addr().String() + "/graph", asked: make(chan struct{}), hungUp: make(chan struct{})}
+	var once, hangup sync.Once
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, conn)
+			mu.Unlock()
+			go func() {
+				// A connection dialed for a request given up meanwhile may
+				// sit in the client's pool unused: only one that carried
+				// a request counts.
+				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
+					return
+				}
+				once.Do(func() { close(h.asked) })
+				_, _ = io.Copy(io.Discard, conn)
+				hangup.Do(func() { close(h.hungUp) })
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	})
+	return h
+}
+
+// graphByChannel serves channelGraphs, 404 for another channel, after the
+// gate opens; queries counts the requests.
+type graphByChannel struct {
+	*httptest.Server
+	gate    chan struct{}
+	failing atomic.Bool
+	queries atomic.Int32
+}
+
+func newGraphByChannel(t *testing.T, open bool) *graphByChannel {
+	s := &graphByChannel{gate: make(chan struct{})}
+	if open {
+		close(s.gate)
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.queries.Add(1)
+		select {
+		case <-s.gate:
+		case <-r.Context().Done():
+			return
+		}
+		body, ok := channelGraphs[r.URL.Query().Get("channel")]
+		switch {
+		case s.failing.Load():
+			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		case !ok:
+			http.NotFound(w, r)
+		default:
+			_, _ = w.Write([]byte(body))
+		}
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// newGraphCluster is a fake cluster asking for 1.0.0, which it can
+// apply, with spec.upstream and spec.channel set.
+func newGraphCluster(t *testing.T, upstream, channel string) *fakeCluster {
+	root := t.TempDir()
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
+	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c.setUpstream(t, upstream, channel)
+	return c
+}
+
+func (c *fakeCluster) setUpstream(t *testing.T, upstream, channel string) {
+	t.Helper()
+	cv := c.clusterVersion(t)
+	cv.Spec.Upstream, cv.Spec.Channel = configv1.URL(upstream), channel
+	if _, err := c.config.ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startGraphFetcher starts the background reader as Run does; the
+// channel receives its wake-ups.
+func (c *fakeCluster) startGraphFetcher(t *testing.T) <-chan struct{} {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	woke := make(chan struct{}, 16)
+	c.op.graphs.start(ctx, func() { woke <- struct{}{} })
+	return woke
+}
+
+// syncBeside runs a Sync and fails if it is still running after guard,
+// which only a sync that waits on the upstream does.
+func (c *fakeCluster) syncBeside(t *testing.T) time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	began := time.Now()
+	go func() {
+		_, err := c.op.Sync(ctx, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("sync: %v", err)
+		}
+	case <-time.After(guard):
+		cancel()
+		<-done
+		t.Fatalf("the sync still ran after %s: it waits on the update graph", guard)
+	}
+	return time.Since(began)
+}
+
+func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(guard):
+		t.Fatalf("no %s within %s", what, guard)
+	}
+}
+
+// waitIdle waits until the fetcher sits on its refresh timer.
+func (c *fakeCluster) waitIdle(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(guard)
+	for !c.clock.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the graph fetcher did not go back to its timer within %s", guard)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func wantUpdates(t *testing.T, cv *configv1.ClusterVersion, want string) {
+	t.Helper()
+	if got := strings.Join(availableVersions(cv), ","); got != want {
+		t.Errorf("availableUpdates = %q, want %q", got, want)
+	}
+}
+
+func TestABlackHoledUpstreamNeverStallsASync(t *testing.T) {
+	hole := newBlackHole(t)
+	c := newGraphCluster(t, hole.url, "stable-1")
+	// Only the end of the test ends the read.
+	c.op.graphs.budget = time.Hour
+	c.startGraphFetcher(t)
+
+	first := c.syncBeside(t)
+	waitClosed(t, hole.asked, "query of the upstream")
+	second := c.syncBeside(t)
+	select {
+	case <-hole.hungUp:
+		t.Fatal("the read ended before the test did; the sync was not shown to run beside it")
+	default:
+	}
+	t.Logf("syncs took %s and %s while the upstream held the query", first, second)
+
+	cv := c.clusterVersion(t)
+	if !c.exists("keep") || len(cv.Status.History) == 0 || cv.Status.History[0].State != configv1.CompletedUpdate {
+		t.Fatalf("the release must be applied and reported while the upstream is silent: history %+v", cv.Status.History)
+	}
+	if rc := findCondition(cv.Status.Conditions, configv1.RetrievedUpdates); rc != nil {
+		t.Errorf("RetrievedUpdates = %+v before any answer, want none yet", rc)
+	}
+}
+
+func TestAnUnansweredReadFailsAfterItsBudget(t *testing.T) {
+	for _, background := range []bool{true, false} {
+		name := map[bool]string{true: "beside the syncs", false: "in a sync without Run"}[background]
+		t.Run(name, func(t *testing.T) {
+			hole := newBlackHole(t)
+			c := newGraphCluster(t, hole.url, "stable-1")
+			c.op.graphs.budget = 300 * time.Millisecond
+			if background {
+				woke := c.startGraphFetcher(t)
+				c.syncBeside(t)
+				waitClosed(t, woke, "wake-up after the budget")
+			}
+			c.syncBeside(t)
+			wantCondition(t, c.clusterVersion(t), configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed,
+				"Unable to retrieve available updates from "+hole.url, "no answer within 300ms")
+		})
+	}
+}
+
+func TestASlowUpstreamShowsWhenItAnswersAndAFailureKeepsTheUpdatesWithTheirAge(t *testing.T) {
+	srv := newGraphByChannel(t, false)
+	c := newGraphCluster(t, srv.URL, "stable-1")
+	woke := c.startGraphFetcher(t)
+
+	t.Log("the upstream has not answered: the sync goes on without it")
+	c.syncBeside(t)
+	cv := c.clusterVersion(t)
+	wantUpdates(t, cv, "")
+	if !c.exists("keep") {
+		t.Fatal("the release must be applied while the upstream is slow")
+	}
+
+	t.Log("the answer wakes a sync, which shows it")
+	close(srv.gate)
+	waitClosed(t, woke, "wake-up when the answer came")
+	c.sync(t)
+	cv = c.clusterVersion(t)
+	wantUpdates(t, cv, "1.1.0,1.0.1")
+	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "")
+
+	t.Log("a refresh with the same answer wakes no sync")
+	c.waitIdle(t)
+	c.clock.Step(defaultGraphRefresh)
+	for srv.queries.Load() < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.waitIdle(t)
+	select {
+	case <-woke:
+		t.Error("an unchanged answer woke a sync")
+	default:
+	}
+
+	t.Log("a failed refresh keeps the updates and says how old they are")
+	srv.failing.Store(true)
+	c.clock.Step(defaultGraphRefresh)
+	waitClosed(t, woke, "wake-up when the refresh failed")
+	c.sync(t)
+	cv = c.clusterVersion(t)
+	wantUpdates(t, cv, "1.1.0,1.0.1")
+	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed,
+		"last retrieved 2m ago; the latest try failed", "503")
+}
+
+func TestAQueryChangeIsReadAtOnce(t *testing.T) {
+	hole := newBlackHole(t)
+	srv := newGraphByChannel(t, true)
+	c := newGraphCluster(t, hole.url, "stable-1")
+	c.op.graphs.budget = time.Hour
+	woke := c.startGraphFetcher(t)
+	c.syncBeside(t)
+	waitClosed(t, hole.asked, "query of the silent upstream")
+
+	// The fake clock never moves: only a prompt read can answer.
+	t.Log("a new upstream is read at once, the silent one given up")
+	c.setUpstream(t, srv.URL, "stable-1")
+	c.syncBeside(t)
+	waitClosed(t, woke, "wake-up from the new upstream")
+	waitClosed(t, hole.hungUp, "give-up of the silent upstream")
+	c.sync(t)
+	wantUpdates(t, c.clusterVersion(t), "1.1.0,1.0.1")
+
+	t.Log("a new channel is read at once")
+	c.setChannel(t, "fast-1")
+	c.sync(t)
+	waitClosed(t, woke, "wake-up from the new channel")
+	c.sync(t)
+	wantUpdates(t, c.clusterVersion(t), "1.2.0")
+
+	t.Log("a channel that fails drops the updates of the old one")
+	c.setChannel(t, "gone")
+	c.sync(t)
+	waitClosed(t, woke, "wake-up from the failed channel")
+	c.sync(t)
+	cv := c.clusterVersion(t)
+	wantUpdates(t, cv, "")
+	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed, "404")
+}
