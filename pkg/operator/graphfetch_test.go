@@ -1,14 +1,10 @@
 package operator
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,6 +14,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
+	"github.com/payload-applier/payload-applier/pkg/updategraph/updategraphtest"
 )
 
 // channelGraphs: from 1.0.0, stable-1 offers 1.1.0 and 1.0.1, fast-1
@@ -30,57 +27,6 @@ var channelGraphs = map[string]string{
 // guard bounds what the tests wait for; far above what a loaded machine
 // needs, far below the 30s a blocked try takes.
 const guard = 20 * time.Second
-
-// blackHole is an upstream that accepts connections, reads requests and
-// never answers.
-type blackHole struct {
-	url string
-	// asked closes once a request has come in; hungUp when a client
-	// that asked closes its connection.
-	asked, hungUp chan struct{}
-}
-
-func newBlackHole(t *testing.T) *blackHole {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &blackHole{url: "http://" + ln.Addr().String() + "/graph", asked: make(chan struct{}), hungUp: make(chan struct{})}
-	var once, hangup sync.Once
-	var conns []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, conn)
-			mu.Unlock()
-			go func() {
-				// A connection dialed for a request given up meanwhile may
-				// sit in the client's pool unused: only one that carried
-				// a request counts.
-				if _, err := http.ReadRequest(bufio.NewReader(conn)); err != nil {
-					return
-				}
-				once.Do(func() { close(h.asked) })
-				_, _ = io.Copy(io.Discard, conn)
-				hangup.Do(func() { close(h.hungUp) })
-			}()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	})
-	return h
-}
 
 // graphByChannel serves channelGraphs, 404 for another channel, after the
 // gate opens; queries counts the requests.
@@ -200,17 +146,17 @@ func wantUpdates(t *testing.T, cv *configv1.ClusterVersion, want string) {
 }
 
 func TestABlackHoledUpstreamNeverStallsASync(t *testing.T) {
-	hole := newBlackHole(t)
-	c := newGraphCluster(t, hole.url, "stable-1")
+	hole := updategraphtest.NewBlackHole(t)
+	c := newGraphCluster(t, hole.URL, "stable-1")
 	// Only the end of the test ends the read.
 	c.op.graphs.budget = time.Hour
 	c.startGraphFetcher(t)
 
 	first := c.syncBeside(t)
-	waitClosed(t, hole.asked, "query of the upstream")
+	waitClosed(t, hole.Asked, "query of the upstream")
 	second := c.syncBeside(t)
 	select {
-	case <-hole.hungUp:
+	case <-hole.HungUp:
 		t.Fatal("the read ended before the test did; the sync was not shown to run beside it")
 	default:
 	}
@@ -229,8 +175,8 @@ func TestAnUnansweredReadFailsAfterItsBudget(t *testing.T) {
 	for _, background := range []bool{true, false} {
 		name := map[bool]string{true: "beside the syncs", false: "in a sync without Run"}[background]
 		t.Run(name, func(t *testing.T) {
-			hole := newBlackHole(t)
-			c := newGraphCluster(t, hole.url, "stable-1")
+			hole := updategraphtest.NewBlackHole(t)
+			c := newGraphCluster(t, hole.URL, "stable-1")
 			c.op.graphs.budget = 300 * time.Millisecond
 			if background {
 				woke := c.startGraphFetcher(t)
@@ -239,7 +185,7 @@ func TestAnUnansweredReadFailsAfterItsBudget(t *testing.T) {
 			}
 			c.syncBeside(t)
 			wantCondition(t, c.clusterVersion(t), configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed,
-				"Unable to retrieve available updates from "+hole.url, "no answer within 300ms")
+				"Unable to retrieve available updates from "+hole.URL, "no answer within 300ms")
 		})
 	}
 }
@@ -290,20 +236,20 @@ func TestASlowUpstreamShowsWhenItAnswersAndAFailureKeepsTheUpdatesWithTheirAge(t
 }
 
 func TestAQueryChangeIsReadAtOnce(t *testing.T) {
-	hole := newBlackHole(t)
+	hole := updategraphtest.NewBlackHole(t)
 	srv := newGraphByChannel(t, true)
-	c := newGraphCluster(t, hole.url, "stable-1")
+	c := newGraphCluster(t, hole.URL, "stable-1")
 	c.op.graphs.budget = time.Hour
 	woke := c.startGraphFetcher(t)
 	c.syncBeside(t)
-	waitClosed(t, hole.asked, "query of the silent upstream")
+	waitClosed(t, hole.Asked, "query of the silent upstream")
 
 	// The fake clock never moves: only a prompt read can answer.
 	t.Log("a new upstream is read at once, the silent one given up")
 	c.setUpstream(t, srv.URL, "stable-1")
 	c.syncBeside(t)
 	waitClosed(t, woke, "wake-up from the new upstream")
-	waitClosed(t, hole.hungUp, "give-up of the silent upstream")
+	waitClosed(t, hole.HungUp, "give-up of the silent upstream")
 	c.sync(t)
 	wantUpdates(t, c.clusterVersion(t), "1.1.0,1.0.1")
 
