@@ -46,20 +46,25 @@ func newOperator(t testing.TB, store, cvName, ns string, cfg *rest.Config, metri
 	return newOperatorOn(t, &operator.DirStore{Root: store}, cvName, ns, cfg, metrics)
 }
 
-// newOperatorOn is newOperator on any release source.
-func newOperatorOn(t testing.TB, releases operator.ReleaseSource, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics) *testOperator {
+// newOperatorOn is newOperator on any release source; tune, when given,
+// changes its Config.
+func newOperatorOn(t testing.TB, releases operator.ReleaseSource, cvName, ns string, cfg *rest.Config, metrics *operator.Metrics, tune ...func(*operator.Config)) *testOperator {
 	t.Helper()
 	if cfg == nil {
 		cfg = testCluster.ApplierRESTConfig()
 	}
-	op, err := operator.NewForConfig(cfg, operator.Config{
+	opCfg := operator.Config{
 		Releases:  releases,
 		Namespace: ns,
 		Name:      cvName,
 		Sync:      fastOptions(""),
 		Metrics:   metrics,
 		Identity:  uniqueName(t, cvName),
-	})
+	}
+	for _, f := range tune {
+		f(&opCfg)
+	}
+	op, err := operator.NewForConfig(cfg, opCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
