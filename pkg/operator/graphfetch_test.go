@@ -117,13 +117,24 @@ func (c *fakeCluster) syncBeside(t *testing.T) time.Duration {
 	return time.Since(began)
 }
 
-func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
+// waitSignal waits for a receive from ch: a wake-up, or a close.
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 	t.Helper()
 	select {
 	case <-ch:
 	case <-time.After(guard):
 		t.Fatalf("no %s within %s", what, guard)
 	}
+}
+
+// syncAfterAnswer syncs, which tells the fetcher the query, waits for
+// the wake-up its answer brings, syncs again and returns the status.
+func (c *fakeCluster) syncAfterAnswer(t *testing.T, woke <-chan struct{}, what string) *configv1.ClusterVersion {
+	t.Helper()
+	c.syncBeside(t)
+	waitSignal(t, woke, "wake-up from "+what)
+	c.syncBeside(t)
+	return c.clusterVersion(t)
 }
 
 // waitIdle waits until the fetcher sits on its refresh timer.
@@ -153,7 +164,7 @@ func TestABlackHoledUpstreamNeverStallsASync(t *testing.T) {
 	c.startGraphFetcher(t)
 
 	first := c.syncBeside(t)
-	waitClosed(t, hole.Asked, "query of the upstream")
+	waitSignal(t, hole.Asked, "query of the upstream")
 	second := c.syncBeside(t)
 	select {
 	case <-hole.HungUp:
@@ -178,13 +189,14 @@ func TestAnUnansweredReadFailsAfterItsBudget(t *testing.T) {
 			hole := updategraphtest.NewBlackHole(t)
 			c := newGraphCluster(t, hole.URL, "stable-1")
 			c.op.graphs.budget = 300 * time.Millisecond
+			var cv *configv1.ClusterVersion
 			if background {
-				woke := c.startGraphFetcher(t)
+				cv = c.syncAfterAnswer(t, c.startGraphFetcher(t), "the budget's end")
+			} else {
 				c.syncBeside(t)
-				waitClosed(t, woke, "wake-up after the budget")
+				cv = c.clusterVersion(t)
 			}
-			c.syncBeside(t)
-			wantCondition(t, c.clusterVersion(t), configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed,
+			wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed,
 				"Unable to retrieve available updates from "+hole.URL, "no answer within 300ms")
 		})
 	}
@@ -205,7 +217,7 @@ func TestASlowUpstreamShowsWhenItAnswersAndAFailureKeepsTheUpdatesWithTheirAge(t
 
 	t.Log("the answer wakes a sync, which shows it")
 	close(srv.gate)
-	waitClosed(t, woke, "wake-up when the answer came")
+	waitSignal(t, woke, "wake-up when the answer came")
 	c.sync(t)
 	cv = c.clusterVersion(t)
 	wantUpdates(t, cv, "1.1.0,1.0.1")
@@ -227,7 +239,7 @@ func TestASlowUpstreamShowsWhenItAnswersAndAFailureKeepsTheUpdatesWithTheirAge(t
 	t.Log("a failed refresh keeps the updates and says how old they are")
 	srv.failing.Store(true)
 	c.clock.Step(defaultGraphRefresh)
-	waitClosed(t, woke, "wake-up when the refresh failed")
+	waitSignal(t, woke, "wake-up when the refresh failed")
 	c.sync(t)
 	cv = c.clusterVersion(t)
 	wantUpdates(t, cv, "1.1.0,1.0.1")
@@ -242,30 +254,21 @@ func TestAQueryChangeIsReadAtOnce(t *testing.T) {
 	c.op.graphs.budget = time.Hour
 	woke := c.startGraphFetcher(t)
 	c.syncBeside(t)
-	waitClosed(t, hole.Asked, "query of the silent upstream")
+	waitSignal(t, hole.Asked, "query of the silent upstream")
 
 	// The fake clock never moves: only a prompt read can answer.
 	t.Log("a new upstream is read at once, the silent one given up")
 	c.setUpstream(t, srv.URL, "stable-1")
-	c.syncBeside(t)
-	waitClosed(t, woke, "wake-up from the new upstream")
-	waitClosed(t, hole.HungUp, "give-up of the silent upstream")
-	c.sync(t)
-	wantUpdates(t, c.clusterVersion(t), "1.1.0,1.0.1")
+	wantUpdates(t, c.syncAfterAnswer(t, woke, "the new upstream"), "1.1.0,1.0.1")
+	waitSignal(t, hole.HungUp, "give-up of the silent upstream")
 
 	t.Log("a new channel is read at once")
 	c.setChannel(t, "fast-1")
-	c.sync(t)
-	waitClosed(t, woke, "wake-up from the new channel")
-	c.sync(t)
-	wantUpdates(t, c.clusterVersion(t), "1.2.0")
+	wantUpdates(t, c.syncAfterAnswer(t, woke, "the new channel"), "1.2.0")
 
 	t.Log("a channel that fails drops the updates of the old one")
 	c.setChannel(t, "gone")
-	c.sync(t)
-	waitClosed(t, woke, "wake-up from the failed channel")
-	c.sync(t)
-	cv := c.clusterVersion(t)
+	cv := c.syncAfterAnswer(t, woke, "the failed channel")
 	wantUpdates(t, cv, "")
 	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed, "404")
 }
