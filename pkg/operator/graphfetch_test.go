@@ -29,12 +29,13 @@ var channelGraphs = map[string]string{
 const guard = 20 * time.Second
 
 // graphByChannel serves channelGraphs, 404 for another channel, after the
-// gate opens; queries counts the requests.
+// gate opens; queries counts the requests. Silent, it holds each request
+// until the client gives up.
 type graphByChannel struct {
 	*httptest.Server
-	gate    chan struct{}
-	failing atomic.Bool
-	queries atomic.Int32
+	gate            chan struct{}
+	failing, silent atomic.Bool
+	queries         atomic.Int32
 }
 
 func newGraphByChannel(t *testing.T, open bool) *graphByChannel {
@@ -44,8 +45,12 @@ func newGraphByChannel(t *testing.T, open bool) *graphByChannel {
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.queries.Add(1)
+		hold := s.gate
+		if s.silent.Load() {
+			hold = nil
+		}
 		select {
-		case <-s.gate:
+		case <-hold:
 		case <-r.Context().Done():
 			return
 		}
@@ -271,4 +276,24 @@ func TestAQueryChangeIsReadAtOnce(t *testing.T) {
 	cv := c.syncAfterAnswer(t, woke, "the failed channel")
 	wantUpdates(t, cv, "")
 	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionFalse, updategraph.ReasonRemoteFailed, "404")
+}
+
+func TestAnAnswerOlderThanItsRefreshAndBudgetSaysItsAge(t *testing.T) {
+	srv := newGraphByChannel(t, true)
+	c := newGraphCluster(t, srv.URL, "stable-1")
+	woke := c.startGraphFetcher(t)
+	wantCondition(t, c.syncAfterAnswer(t, woke, "the upstream"), configv1.RetrievedUpdates, configv1.ConditionTrue, "")
+
+	// The refresh is asked and held; the fake clock runs past the refresh
+	// interval and the budget while the real budget does not end.
+	srv.silent.Store(true)
+	c.waitIdle(t)
+	c.clock.Step(defaultGraphRefresh + defaultGraphTimeout + time.Minute)
+	for srv.queries.Load() < 2 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.syncBeside(t)
+	cv := c.clusterVersion(t)
+	wantUpdates(t, cv, "1.1.0,1.0.1")
+	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "", "Available updates were last retrieved 4m ago.")
 }
