@@ -33,6 +33,7 @@ type startOptions struct {
 	identity    string
 	updateGraph string
 	graphEvery  time.Duration
+	graphWait   time.Duration
 	stallAfter  time.Duration
 	stuckAfter  time.Duration
 	liveWindow  time.Duration
@@ -54,7 +55,9 @@ Prometheus metrics on --listen.
 It reads the update graph from spec.upstream, queried with spec.channel and
 the cluster's version, or from --update-graph, to fill
 status.availableUpdates, set RetrievedUpdates and ReleaseDeprecated, and
-refuse updates to deprecated releases.`,
+refuse updates to deprecated releases. The graph is read beside the
+syncs, every --update-graph-refresh and as soon as the upstream, channel
+or version changes: a sync never waits for it and uses the last answer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -66,6 +69,7 @@ refuse updates to deprecated releases.`,
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	cmd.Flags().DurationVar(&o.graphEvery, "update-graph-refresh", 2*time.Minute, "how long a fetched update graph is reused before it is read again")
+	cmd.Flags().DurationVar(&o.graphWait, "update-graph-timeout", time.Minute, "give up one read of the update graph (every try and the waits between them) after this long; reads run beside the syncs, which never wait for them")
 	cmd.Flags().StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate for --listen off loopback; default a self-signed one")
 	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
@@ -81,6 +85,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	}
 	if o.graphEvery <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--update-graph-refresh must be positive, not %s", o.graphEvery))
+	}
+	if o.graphWait <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--update-graph-timeout must be positive, not %s", o.graphWait))
 	}
 	if o.liveWindow < 2*o.resync {
 		return withExitCode(exitUsage, fmt.Errorf("--liveness-window %s must be at least twice --resync-interval %s, the longest wait between passes", o.liveWindow, o.resync))
@@ -109,6 +116,7 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 
 		UpdateGraph:              graphSource(o.updateGraph),
 		UpdateGraphRefresh:       o.graphEvery,
+		UpdateGraphTimeout:       o.graphWait,
 		OperandCleanupStallAfter: o.stallAfter,
 		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter},
 	})

@@ -84,6 +84,11 @@ type Config struct {
 	// UpdateGraphRefresh is how long a fetched graph is reused for the same
 	// query; default 2 minutes.
 	UpdateGraphRefresh time.Duration
+	// UpdateGraphTimeout bounds one read of the update graph, every try
+	// and the waits between them; default 1 minute. Under Run the graph is
+	// read in the background and no sync waits for it; a Sync without Run
+	// (apply) waits up to this long.
+	UpdateGraphTimeout time.Duration
 
 	// eventTally, set by NewForConfig with the broadcaster it makes, lets
 	// Shutdown wait for the Events still on their way.
@@ -109,6 +114,12 @@ func (cfg *Config) setDefaults() {
 	if cfg.Identity == "" {
 		cfg.Identity = hostIdentity()
 	}
+	if cfg.UpdateGraphRefresh == 0 {
+		cfg.UpdateGraphRefresh = defaultGraphRefresh
+	}
+	if cfg.UpdateGraphTimeout == 0 {
+		cfg.UpdateGraphTimeout = defaultGraphTimeout
+	}
 }
 
 // eventObject is what the operator's and the engine's Events are about:
@@ -133,7 +144,7 @@ type Operator struct {
 
 	syncMu   sync.Mutex
 	attempt  int
-	graphs   graphCache
+	graphs   *graphFetcher
 	health   health
 	cuts     cutsReporter
 	releases map[string]*payload.Release
@@ -168,6 +179,7 @@ func New(cfg Config) (*Operator, error) {
 		cfg: cfg, kube: cfg.KubeClient, config: cfg.ConfigClient, dynamic: cfg.DynamicClient,
 		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
+		graphs:   newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
 		releases: map[string]*payload.Release{},
 		cvRef:    cfg.eventObject(),
 	}, nil
