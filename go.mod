@@ -10,6 +10,7 @@ require (
 	github.com/openshift/library-go v0.0.0-20251222131241-289839b3ffe8
 	github.com/prometheus/client_golang v1.22.0
 	github.com/spf13/cobra v1.9.1
+	golang.org/x/crypto v0.45.0
 	golang.org/x/term v0.37.0
 	k8s.io/api v0.34.3
 	k8s.io/apiextensions-apiserver v0.34.3
