@@ -86,10 +86,7 @@ func clusterWith(t *testing.T, path string) *fake.Clientset {
 func TestReleaseSignPublishesWhatVerifyAccepts(t *testing.T) {
 	alice := signaturetest.MakeKey(t, "alice", "")
 	work := t.TempDir()
-	keyFile := filepath.Join(work, "alice.key")
-	if err := os.WriteFile(keyFile, alice.Secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeFile(t, filepath.Join(work, "alice.key"), alice.Secret)
 	storeDir := filepath.Join(work, "signatures")
 	srv := httptest.NewServer(http.FileServer(http.Dir(storeDir)))
 	t.Cleanup(srv.Close)
@@ -145,6 +142,14 @@ func TestReleaseSignPublishesWhatVerifyAccepts(t *testing.T) {
 	}
 }
 
+func writeFile(t *testing.T, path string, data []byte) string {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -161,10 +166,7 @@ func TestReleaseSignASecondKey(t *testing.T) {
 	work := t.TempDir()
 	keyFiles := map[string]string{}
 	for _, k := range []*signaturetest.Key{signaturetest.MakeKey(t, "alice", ""), signaturetest.MakeKey(t, "bob", "")} {
-		keyFiles[k.Name] = filepath.Join(work, k.Name+".key")
-		if err := os.WriteFile(keyFiles[k.Name], k.Secret, 0o600); err != nil {
-			t.Fatal(err)
-		}
+		keyFiles[k.Name] = writeFile(t, filepath.Join(work, k.Name+".key"), k.Secret)
 	}
 	verifierFile, sigFile := filepath.Join(work, "verifier.yaml"), filepath.Join(work, "signature.yaml")
 	digest := testDigest("release")
@@ -200,13 +202,8 @@ func TestReleaseSignASecondKey(t *testing.T) {
 func TestReleaseSignPassphrase(t *testing.T) {
 	carol := signaturetest.MakeKey(t, "carol", "s3cret")
 	work := t.TempDir()
-	keyFile, passFile := filepath.Join(work, "carol.key"), filepath.Join(work, "pass")
-	if err := os.WriteFile(keyFile, carol.Secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(passFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeFile(t, filepath.Join(work, "carol.key"), carol.Secret)
+	passFile := writeFile(t, filepath.Join(work, "pass"), []byte("s3cret\n"))
 	ref := "r@" + testDigest("r")
 	_, stderr, code := sign(t, ref, "--key", keyFile, "--store", work)
 	if code != exitUsage || !strings.Contains(stderr, "give it with --passphrase-file") {
@@ -217,10 +214,7 @@ func TestReleaseSignPassphrase(t *testing.T) {
 
 func TestReleaseSignConfigMapToStdout(t *testing.T) {
 	alice := signaturetest.MakeKey(t, "alice", "")
-	keyFile := filepath.Join(t.TempDir(), "alice.key")
-	if err := os.WriteFile(keyFile, alice.Secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeFile(t, filepath.Join(t.TempDir(), "alice.key"), alice.Secret)
 	digest := testDigest("r")
 	stdout, stderr, code := sign(t, "r@"+digest, "--key", keyFile, "--configmap", "-")
 	if code != exitOK {
@@ -238,18 +232,9 @@ func TestReleaseSignConfigMapToStdout(t *testing.T) {
 func TestReleaseSignUsageErrors(t *testing.T) {
 	alice := signaturetest.MakeKey(t, "alice", "")
 	work := t.TempDir()
-	keyFile := filepath.Join(work, "alice.key")
-	if err := os.WriteFile(keyFile, alice.Secret, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	publicFile := filepath.Join(work, "alice.pub")
-	if err := os.WriteFile(publicFile, alice.Public, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	notAConfigMap := filepath.Join(work, "other.yaml")
-	if err := os.WriteFile(notAConfigMap, []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeFile(t, filepath.Join(work, "alice.key"), alice.Secret)
+	publicFile := writeFile(t, filepath.Join(work, "alice.pub"), alice.Public)
+	notAConfigMap := writeFile(t, filepath.Join(work, "other.yaml"), []byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n"))
 	digest := testDigest("r")
 	tests := map[string]struct {
 		args []string
