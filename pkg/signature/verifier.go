@@ -224,11 +224,12 @@ const maxCauses = 3
 var signatureN = regexp.MustCompile(`signature-[0-9]+`)
 
 // causes summarizes what the sources answered, which library-go keeps in
-// the error it wraps but leaves out of its text: the distinct failures, or
-// where nothing was found when that is all there is to say. The bare
-// error of the ended context, when there is one, goes without saying.
+// the error it wraps but leaves out of its text: the distinct failures and
+// where it looked, or that nothing was found there. The bare error of the
+// ended context, when there is one, goes without saying.
 func (v *Verifier) causes(err, ended error) string {
-	notFound := "no signature found in " + (&lookup{v: v}).String()
+	where := (&lookup{v: v}).String()
+	notFound := "no signature found in " + where
 	var agg utilerrors.Aggregate
 	if !errors.As(err, &agg) {
 		return notFound
@@ -253,5 +254,5 @@ func (v *Verifier) causes(err, ended error) string {
 	if len(distinct) > maxCauses {
 		distinct = append(distinct[:maxCauses], fmt.Sprintf("and %d more", len(distinct)-maxCauses))
 	}
-	return strings.Join(distinct, "; ")
+	return strings.Join(distinct, "; ") + " (looked in " + where + ")"
 }
