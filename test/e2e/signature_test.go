@@ -45,11 +45,7 @@ func TestReleaseSignatureConfigMapsOnTheAPIServer(t *testing.T) {
 
 	release := signaturetest.Release(t, signaturetest.VerifierFor(t, []string{"http://127.0.0.1:1"}, alice))
 	verify := func(cfg *rest.Config, digest string) error {
-		kube, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := signature.FromRelease(release, signature.Options{ConfigMaps: kube.CoreV1()})
+		v, err := signature.FromRelease(release, signature.Options{ConfigMaps: newClientsFor(t, cfg).kube.CoreV1()})
 		if err != nil {
 			t.Fatal(err)
 		}
