@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/client_golang v1.22.0
 	github.com/spf13/cobra v1.9.1
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/crypto v0.45.0
 	golang.org/x/term v0.37.0
 	k8s.io/api v0.34.3
 	k8s.io/apiextensions-apiserver v0.34.3
