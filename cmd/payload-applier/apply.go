@@ -33,12 +33,13 @@ type applyOptions struct {
 	stuckAfter  time.Duration
 	leaseWait   time.Duration
 	ignoreLease bool
+	registry    registryFlags
 }
 
 func newApplyCommand() *cobra.Command {
 	o := &applyOptions{}
 	cmd := &cobra.Command{
-		Use:   "apply --payload DIR",
+		Use:   "apply --payload DIR|IMAGE",
 		Short: "Apply one release payload once, through the operator's engine, then exit",
 		Long: `Apply runs one sync of one release against the cluster and exits. It uses the
 same engine and the same state as 'payload-applier start': the ClusterVersion
@@ -62,12 +63,16 @@ whose clock lags keeps it.
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, a delete the safety gate refused, or a delete ledger that cannot
 be read (applies still run; no delete does); 2 invalid input or payload;
-3 refused by a precondition.`,
+3 refused by a precondition.
+
+` + sourceRule + ` Nothing is applied unless all of the
+image is pulled, extracted and loaded.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	o.cluster.add(cmd)
-	cmd.Flags().StringVar(&o.payloadDir, "payload", "", "release payload directory (required)")
+	cmd.Flags().StringVar(&o.payloadDir, "payload", "", "release payload directory or release image (required)")
+	o.registry.addPull(cmd)
 	cmd.Flags().BoolVar(&o.force, "force", false, "apply even when preconditions fail; the failures are recorded as accepted risks")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long; 0 means no limit")
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
@@ -98,7 +103,11 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
-	rel, err := payload.Load(o.payloadDir, payload.DefaultLoadOptions())
+	dir, err := o.registry.payloadDir(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("payload %s rejected, nothing was applied:\n%w", o.payloadDir, err))
+	}
+	rel, err := payload.Load(dir, payload.DefaultLoadOptions())
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("payload %s rejected, nothing was applied:\n%w", o.payloadDir, err))
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,6 +19,7 @@ type lintOptions struct {
 	output    string
 	strict    bool
 	listRules bool
+	registry  registryFlags
 }
 
 const lintLong = `Lint a release payload the way release CI should before it ships.
@@ -26,7 +28,9 @@ DIR is a payload in either layout: the CVO layout (DIR/release-manifests,
 with an optional DIR/manifests that is read first) or the flat layout that
 'oc adm release extract' writes (manifests, release-metadata and
 image-references in DIR itself; a release-manifests directory on its own
-is one).
+is one). DIR and --previous may name release images instead:
+
+` + sourceRule + `
 
 The manifests are filtered as a cluster of --profile with the Default
 feature set would filter them. Rules about how manifests relate to each
@@ -42,13 +46,14 @@ Every finding is reported, not just the first. Exit status:
      no release-metadata or image-references)`
 
 const lintExample = `  payload-applier lint release/
+  payload-applier lint --previous quay.io/example/release:4.19.7 quay.io/example/release@sha256:<hex>
   payload-applier lint --previous 4.19.7/ --output github release/
   payload-applier lint --profile single-node-developer --strict --output json release/release-manifests`
 
 func newLintCommand() *cobra.Command {
 	o := lintOptions{}
 	cmd := &cobra.Command{
-		Use:     "lint [--previous DIR] [--profile P] [--output text|json|github] [--strict] DIR",
+		Use:     "lint [--previous DIR|IMAGE] [--profile P] [--output text|json|github] [--strict] DIR|IMAGE",
 		Short:   "Check a release payload for mistakes before it ships",
 		Long:    lintLong,
 		Example: lintExample,
@@ -62,7 +67,7 @@ func newLintCommand() *cobra.Command {
 			if o.listRules {
 				return printRules(cmd.OutOrStdout())
 			}
-			return runLint(cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], o)
+			return runLint(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], o)
 		},
 	}
 	flags := cmd.Flags()
@@ -71,10 +76,11 @@ func newLintCommand() *cobra.Command {
 	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or github (workflow commands)")
 	flags.BoolVar(&o.strict, "strict", false, "fail on warnings too")
 	flags.BoolVar(&o.listRules, "list-rules", false, "list the rules and exit")
+	o.registry.addPull(cmd)
 	return cmd
 }
 
-func runLint(stdout, stderr io.Writer, dir string, o lintOptions) error {
+func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lintOptions) error {
 	if err := o.validate(); err != nil {
 		return withExitCode(exitUsage, err)
 	}
@@ -82,15 +88,23 @@ func runLint(stdout, stderr io.Writer, dir string, o lintOptions) error {
 	opts.Profile = &o.profile
 	opts.EnabledFeatureGates = payload.DefaultFeatureGates(o.profile)
 
+	dir, err := o.registry.payloadDir(ctx, stderr, source)
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("cannot load %s: %w", source, err))
+	}
 	all, findings, err := payload.LoadAll(dir)
 	if err != nil {
-		return withExitCode(exitUsage, fmt.Errorf("cannot load %s: %w", dir, err))
+		return withExitCode(exitUsage, fmt.Errorf("cannot load %s: %w", source, err))
 	}
 	lintOpts := payload.LintOptions{}
 	if o.previous != "" {
 		// The previous release is a reference, not under test: its own
 		// findings are not reported.
-		prev, _, err := payload.LoadAll(o.previous)
+		prevDir, err := o.registry.payloadDir(ctx, stderr, o.previous)
+		if err != nil {
+			return withExitCode(exitUsage, fmt.Errorf("cannot load the previous release %s: %w", o.previous, err))
+		}
+		prev, _, err := payload.LoadAll(prevDir)
 		if err != nil {
 			return withExitCode(exitUsage, fmt.Errorf("cannot load the previous release %s: %w", o.previous, err))
 		}
@@ -106,7 +120,7 @@ func runLint(stdout, stderr io.Writer, dir string, o lintOptions) error {
 	for _, f := range findings {
 		counts[f.Severity]++
 	}
-	summary := fmt.Sprintf("%s: %s, %s, %d info", dir,
+	summary := fmt.Sprintf("%s: %s, %s, %d info", source,
 		countNoun(counts[payload.SeverityError], "error"),
 		countNoun(counts[payload.SeverityWarning], "warning"),
 		counts[payload.SeverityInfo])

@@ -32,6 +32,7 @@ import (
 // planOptions are the flags of `payload-applier plan`.
 type planOptions struct {
 	payloadDir, kubeconfig, namespace string
+	registry                          registryFlags
 	mode, output, profile             string
 }
 
@@ -39,9 +40,13 @@ const planLong = `Plan shows what applying a release payload would do, and in wh
 without doing it.
 
 The payload is loaded, filtered for --profile and validated as 'apply' does;
-an invalid payload exits 2 naming each problem's file and line. The output
-lists the nodes of the apply graph that --mode builds, then the delete walk,
-then the manifests the inclusion filters skip.
+an invalid payload exits 2 naming each problem's file and line. --payload
+is a directory or a release image:
+
+` + sourceRule + `
+
+The output lists the nodes of the apply graph that --mode builds, then the
+delete walk, then the manifests the inclusion filters skip.
 
 Offline, the default, plan reads no cluster (not even the in-cluster config).
 Actions: apply (create or update), delete (a delete manifest, in update mode)
@@ -100,7 +105,7 @@ const planExample = `  payload-applier plan --payload release/
 func newPlanCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:     "plan --payload DIR [--kubeconfig F] [--mode install|update|reconcile] [--output text|json|dot] [--profile P]",
+		Use:     "plan --payload DIR|IMAGE [--kubeconfig F] [--mode install|update|reconcile] [--output text|json|dot] [--profile P]",
 		Short:   "Show what applying a payload would do, in order, without changing anything",
 		Long:    planLong,
 		Example: planExample,
@@ -108,12 +113,13 @@ func newPlanCommand() *cobra.Command {
 		RunE:    func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	flags := cmd.Flags()
-	flags.StringVar(&o.payloadDir, "payload", "", "release payload directory (required)")
+	flags.StringVar(&o.payloadDir, "payload", "", "release payload directory or release image (required)")
 	flags.StringVar(&o.kubeconfig, "kubeconfig", "", "compare with the cluster of this kubeconfig; default $KUBECONFIG; without either, plan offline")
 	flags.StringVar(&o.namespace, "namespace", apply.DefaultSelf().Namespace, "namespace of the applier's delete ledger")
 	flags.StringVar(&o.mode, "mode", string(graph.ModeUpdate), "pass to plan: install, update or reconcile")
 	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or dot (Graphviz)")
 	flags.StringVar(&o.profile, "profile", payload.DefaultClusterProfile, "cluster profile to filter for: "+strings.Join(payload.KnownProfiles, ", "))
+	o.registry.addPull(cmd)
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -125,7 +131,11 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	loadOpts := payload.DefaultLoadOptions()
 	loadOpts.Profile = &o.profile
 	loadOpts.EnabledFeatureGates = payload.DefaultFeatureGates(o.profile)
-	rel, err := payload.Load(o.payloadDir, loadOpts)
+	dir, err := o.registry.payloadDir(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
+	}
+	rel, err := payload.Load(dir, loadOpts)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
 	}

@@ -51,6 +51,7 @@ func newRootCommand() *cobra.Command {
 		newStatusCommand(),
 		newUpdateGraphCommand(),
 		newCRDCommand(),
+		newReleaseCmd(),
 		newVersionCommand(),
 	)
 	return root

@@ -66,3 +66,10 @@ func describeOpenError(name string, err error) error {
 	}
 	return err
 }
+
+// ReadFile reads the file name inside root as the loader reads a payload
+// file, with the same refusals and limit, for tools that handle payload
+// files without loading them (packing a release image).
+func ReadFile(root *os.Root, name string) ([]byte, error) {
+	return readFile(root, name)
+}

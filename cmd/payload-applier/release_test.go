@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+)
+
+// startRegistry serves go-containerregistry's in-process registry on
+// loopback and keeps pulled releases out of the user's cache.
+func startRegistry(t *testing.T) string {
+	t.Helper()
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// packTo packs dir to ref and returns the image by digest it prints.
+func packTo(t *testing.T, dir, to string) string {
+	t.Helper()
+	stdout, stderr, code := execute(t, "release", "pack", dir, "--to", to)
+	if code != exitOK {
+		t.Fatalf("release pack %s --to %s: exit %d\n%s", dir, to, code, stderr)
+	}
+	return strings.TrimSpace(stdout)
+}
+
+func TestReleasePackPrintsTheImageByDigest(t *testing.T) {
+	host := startRegistry(t)
+	byDigest := packTo(t, planPayload, host+"/demo/release:1.0.0")
+	if !strings.HasPrefix(byDigest, host+"/demo/release@sha256:") || len(byDigest) != len(host+"/demo/release@sha256:")+64 {
+		t.Fatalf("release pack printed %q, want the repository by digest", byDigest)
+	}
+	// The same payload packs to the same digest, into a layout too.
+	layout := filepath.Join(t.TempDir(), "layout")
+	if got := packTo(t, planPayload, "oci:"+layout); got != byDigest[strings.Index(byDigest, "@")+1:] {
+		t.Errorf("packed into a layout as %s, into the registry as %s", got, byDigest)
+	}
+	if _, err := os.Stat(filepath.Join(layout, "index.json")); err != nil {
+		t.Errorf("no OCI layout written: %v", err)
+	}
+}
+
+func TestReleasePackRefusesAnInvalidPayload(t *testing.T) {
+	host := startRegistry(t)
+	_, stderr, code := execute(t, "release", "pack", payloadDir("errors"), "--to", host+"/demo/release:bad")
+	if code != exitUsage || !strings.Contains(stderr, "not packed") || !strings.Contains(stderr, "0000_50_example_00_config.yaml") {
+		t.Fatalf("release pack of an invalid payload: exit %d, %s; want exit 2 naming the file", code, stderr)
+	}
+	_, stderr, code = execute(t, "release", "pack", planPayload, "--to", "demo/release")
+	if code != exitUsage || !strings.Contains(stderr, "--to") {
+		t.Fatalf("release pack to a reference without registry or tag: exit %d, %s; want exit 2", code, stderr)
+	}
+}
+
+func TestLintReadsReleaseImages(t *testing.T) {
+	host := startRegistry(t)
+	prev := packTo(t, payloadDir("previous-4.19"), host+"/demo/release:4.19")
+	next := packTo(t, payloadDir("next-4.20"), host+"/demo/release:4.20")
+
+	// The same findings as from the directories: a leftover delete
+	// across the minor update.
+	stdout, stderr, code := execute(t, "lint", "--previous", prev, host+"/demo/release:4.20")
+	if code != exitFailed || !strings.Contains(stderr, "demo/release:4.20: 1 error, 1 warning") {
+		t.Errorf("lint of images: exit %d, stderr %s\nstdout %s; want the directory's 1 error and 1 warning", code, stderr, stdout)
+	}
+	dirOut, _, _ := execute(t, "lint", "--previous", payloadDir("previous-4.19"), payloadDir("next-4.20"))
+	if got, want := findingKeys(t, stdout), findingKeys(t, dirOut); got != want {
+		t.Errorf("findings from images:\n%s\nfrom directories:\n%s", got, want)
+	}
+	if _, _, code := execute(t, "lint", next); code != exitOK {
+		t.Errorf("lint of %s alone: exit %d, want 0", next, code)
+	}
+
+	_, stderr, code = execute(t, "lint", host+"/demo/release@sha256:"+strings.Repeat("0", 64))
+	if code != exitUsage || !strings.Contains(stderr, "MANIFEST_UNKNOWN") {
+		t.Errorf("lint of a missing image: exit %d, %s; want exit 2 with the registry's MANIFEST_UNKNOWN", code, stderr)
+	}
+	_, stderr, code = execute(t, "lint", "no/such/dir")
+	if code != exitUsage || !strings.Contains(stderr, "no such directory, and") || !strings.Contains(stderr, "not a release image reference") {
+		t.Errorf("lint of neither a directory nor a reference: exit %d, %s", code, stderr)
+	}
+}
+
+// findingKeys are the rule and message of each line of lint's text
+// output, without the file's directory.
+func findingKeys(t *testing.T, out string) string {
+	t.Helper()
+	var keys []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		keys = append(keys, filepath.Base(line))
+	}
+	return strings.Join(keys, "\n")
+}
+
+func TestPlanReadsAReleaseImage(t *testing.T) {
+	host := startRegistry(t)
+	ref := packTo(t, planPayload, host+"/demo/release:1.0.0")
+	fromImage, stderr, code := planCLI(t, "plan", "--payload", ref, "-o", "json")
+	if code != exitOK {
+		t.Fatalf("plan --payload %s: exit %d\n%s", ref, code, stderr)
+	}
+	fromDir, _, _ := planCLI(t, "plan", "--payload", planPayload, "-o", "json")
+	var a, b any
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(fromImage, "release-manifests/", "")), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(fromDir), &b); err != nil {
+		t.Fatal(err)
+	}
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Errorf("the plan of the image differs from the directory's (files aside):\n%s\n%s", fromImage, fromDir)
+	}
+}
