@@ -216,3 +216,10 @@ func (f *graphFetcher) read(ctx context.Context, q graphQuery) graphAnswer {
 	}
 	return graphAnswer{key: q.key(), graph: g, err: err, at: f.clock.Now()}
 }
+
+// lastGood is the graph of the last read that succeeded, nil before one did.
+func (f *graphFetcher) lastGood() *updategraph.Graph {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.good.graph
+}

@@ -26,6 +26,8 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/signature"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -52,6 +54,15 @@ type Config struct {
 
 	// Releases finds payloads by version. Required.
 	Releases ReleaseSource
+	// Puller, when set, reads the releases named by image:
+	// spec.desiredUpdate.image, or the update graph's payload of a version
+	// Releases does not hold. nil: a request by image is refused.
+	Puller *releaseimage.Puller
+	// ReleasePlatform is the os/arch picked from a multi-architecture
+	// release image; "" is this process's, which runs on the cluster.
+	ReleasePlatform string
+	// SignatureLimits bound each verification of a release image.
+	SignatureLimits signature.Limits
 	// Namespace holds the ledger, the leader lease and Events. Default
 	// openshift-cluster-version.
 	Namespace string
@@ -148,6 +159,10 @@ type Operator struct {
 	health   health
 	cuts     cutsReporter
 	releases map[string]*payload.Release
+	// images retrieves releases by image; nil without a Puller.
+	images *imageRetriever
+	// verifier checks targets by image; it is the current release's.
+	verifier cachedVerifier
 }
 
 // New validates cfg and returns an Operator on its clients.
@@ -175,12 +190,17 @@ func New(cfg Config) (*Operator, error) {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
 	cfg.setDefaults()
+	var images *imageRetriever
+	if cfg.Puller != nil {
+		images = newImageRetriever(cfg.Clock, cfg.Puller, cfg.ReleasePlatform)
+	}
 	return &Operator{
 		cfg: cfg, kube: cfg.KubeClient, config: cfg.ConfigClient, dynamic: cfg.DynamicClient,
 		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
 		graphs:   newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
 		releases: map[string]*payload.Release{},
+		images:   images,
 		cvRef:    cfg.eventObject(),
 	}, nil
 }
@@ -297,7 +317,10 @@ func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*pa
 // for many targets over its life would otherwise keep them all.
 func (o *Operator) pruneReleases(cv *configv1.ClusterVersion, loading string) {
 	inUse := map[string]bool{loading: true, cv.Status.Desired.Version: true, targetVersion(cv): true,
-		precondition.LastCompletedVersion(cv.Status.History): true}
+		precondition.LastCompletedVersion(cv.Status.History): true, cv.Status.Desired.Image: true}
+	if du := cv.Spec.DesiredUpdate; du != nil {
+		inUse[du.Image] = true
+	}
 	for v := range o.releases {
 		if !inUse[v] {
 			delete(o.releases, v)
