@@ -2,21 +2,18 @@ package operator
 
 import (
 	"context"
-	"io"
-	"log"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
 	"github.com/payload-applier/payload-applier/pkg/signature"
 	"github.com/payload-applier/payload-applier/pkg/signature/signaturetest"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
@@ -27,11 +24,8 @@ import (
 // key, with a registry on loopback to publish updates in.
 type imageCluster struct {
 	*fakeCluster
-	key  *signaturetest.Key
-	host string
-	// hold, when set, sees manifest requests first: a black hole.
-	mu   sync.Mutex
-	hold func(r *http.Request)
+	key      *signaturetest.Key
+	registry *releaseimagetest.Registry
 }
 
 func newImageCluster(t *testing.T) *imageCluster {
@@ -53,18 +47,7 @@ func newImageCluster(t *testing.T) *imageCluster {
 		t.Fatalf("1.0.0 did not install: %+v", cv.Status.History)
 	}
 
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c.mu.Lock()
-		hold := c.hold
-		c.mu.Unlock()
-		if hold != nil && strings.Contains(r.URL.Path, "/manifests/") {
-			hold(r)
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	c.host = strings.TrimPrefix(srv.URL, "http://")
+	c.registry = releaseimagetest.NewRegistry(t)
 	puller, err := releaseimage.NewPuller(releaseimage.Config{CacheDir: t.TempDir(), Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -78,20 +61,7 @@ func newImageCluster(t *testing.T) *imageCluster {
 // it; it returns the image by digest.
 func (c *imageCluster) publish(t *testing.T, version, name string) string {
 	t.Helper()
-	dir := payloadtest.WriteRelease(t, t.TempDir(), version, nil, map[string]string{"0000_50_demo_00_" + name + ".yaml": configMapManifest(name)})
-	img, _, err := releaseimage.Pack(dir, releaseimage.PackOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := releaseimage.ParseRef(c.host + "/release:" + version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest, err := releaseimage.Push(context.Background(), ref, img, releaseimage.Registry{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ref.Repository() + "@" + digest
+	return c.registry.Publish(t, payloadtest.WriteRelease(t, t.TempDir(), version, nil, map[string]string{"0000_50_demo_00_" + name + ".yaml": configMapManifest(name)}))
 }
 
 // sign stores key's signature of image in a signature ConfigMap.
@@ -151,7 +121,7 @@ func (c *imageCluster) wantStillOn100(t *testing.T, name string) {
 func TestAReleaseByTagIsRefusedUnlessForced(t *testing.T) {
 	c := newImageCluster(t)
 	byDigest := c.publish(t, "1.0.1", "tagged")
-	tag := c.host + "/release:1.0.1"
+	tag := c.registry.Host + "/release:1.0.1"
 	c.sign(t, byDigest)
 
 	c.requestImage(t, tag, "", false)
@@ -277,15 +247,13 @@ func TestABlackHoledRegistryNeverStallsASync(t *testing.T) {
 	c.sign(t, image)
 	asked, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	c.mu.Lock()
-	c.hold = func(r *http.Request) {
+	c.registry.HoldManifests(func(r *http.Request) {
 		once.Do(func() { close(asked) })
 		select {
 		case <-release:
 		case <-r.Context().Done():
 		}
-	}
-	c.mu.Unlock()
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	woke := make(chan struct{}, 16)

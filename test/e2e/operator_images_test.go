@@ -2,16 +2,10 @@ package e2e
 
 import (
 	"context"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 
-	gosync "sync"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,60 +13,10 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
 	"github.com/payload-applier/payload-applier/pkg/signature"
 	"github.com/payload-applier/payload-applier/pkg/signature/signaturetest"
 )
-
-// loggedRegistry is go-containerregistry's registry on loopback, logging
-// the requests it serves.
-type loggedRegistry struct {
-	host string
-	mu   gosync.Mutex
-	log  []string
-}
-
-func newLoggedRegistry(t *testing.T) *loggedRegistry {
-	t.Helper()
-	r := &loggedRegistry{}
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.mu.Lock()
-		r.log = append(r.log, req.Method+" "+req.URL.Path)
-		r.mu.Unlock()
-		reg.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	r.host = strings.TrimPrefix(srv.URL, "http://")
-	return r
-}
-
-// take returns the requests served since the last call.
-func (r *loggedRegistry) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.log
-	r.log = nil
-	return out
-}
-
-// publish packs the payload of version and pushes it; it returns the
-// image by digest.
-func (r *loggedRegistry) publish(t *testing.T, version string, files map[string]string) string {
-	t.Helper()
-	img, _, err := releaseimage.Pack(writePayload(t, version, files), releaseimage.PackOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := releaseimage.ParseRef(r.host + "/release:" + version)
-	if err != nil {
-		t.Fatal(err)
-	}
-	digest, err := releaseimage.Push(context.Background(), ref, img, releaseimage.Registry{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ref.Repository() + "@" + digest
-}
 
 // requestImage points the ClusterVersion's spec.desiredUpdate at image.
 func (o *testOperator) requestImage(t *testing.T, image string, force bool) {
@@ -112,7 +56,7 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 		"0000_20_demo_00_a.yaml":                         configMap(ns, "a", "1"),
 		"0000_90_release-verification_00_configmap.yaml": string(verifierYAML),
 	}})
-	reg := newLoggedRegistry(t)
+	reg := releaseimagetest.NewRegistry(t)
 	cache := t.TempDir()
 	withPuller := func(c *operator.Config) {
 		p, err := releaseimage.NewPuller(releaseimage.Config{CacheDir: cache})
@@ -129,7 +73,7 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 	}
 
 	// Unsigned: refused, and nothing of it written.
-	unsigned := reg.publish(t, "1.0.1", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "unsigned"), "0000_20_demo_01_b.yaml": configMap(ns, "unsigned", "1")})
+	unsigned := reg.Publish(t, writePayload(t, "1.0.1", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "unsigned"), "0000_20_demo_01_b.yaml": configMap(ns, "unsigned", "1")}))
 	mark := auditMark(t)
 	op.requestImage(t, unsigned, false)
 	op.sync(t)
@@ -156,7 +100,7 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 	}
 
 	// Signed: Completed, verified, by digest.
-	signed := reg.publish(t, "1.0.2", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "signed")})
+	signed := reg.Publish(t, writePayload(t, "1.0.2", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "signed")}))
 	createSignatureConfigMap(t, admin, key, signed[strings.Index(signed, "@")+1:])
 	op.requestImage(t, signed, false)
 	if out := op.sync(t); out.Result == nil || !out.Result.Complete() {
@@ -170,7 +114,7 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 
 	// Forced unsigned: applied, the risk recorded. 1.0.2 carries no
 	// verification ConfigMap, so no update from it can be verified.
-	forced := reg.publish(t, "1.0.3", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "forced")})
+	forced := reg.Publish(t, writePayload(t, "1.0.3", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "forced")}))
 	op.requestImage(t, forced, true)
 	op.sync(t)
 	cv = op.clusterVersion(t)
@@ -179,12 +123,12 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 	}
 
 	// A new process on the same cache reconciles 1.0.3 without pulling.
-	reg.take()
+	reg.Take()
 	restarted := newOperatorOn(t, &operator.DirStore{Root: store}, cvName, ns, nil, nil, withPuller)
 	if out := restarted.sync(t); out.Applied != "1.0.3" || out.Mode != "reconcile" || !out.Result.Complete() {
 		t.Fatalf("after a restart: applied %q in mode %s; want 1.0.3 reconciled", out.Applied, out.Mode)
 	}
-	if got := reg.take(); len(got) > 0 {
+	if got := reg.Take(); len(got) > 0 {
 		t.Errorf("the restarted operator asked the registry %v; want its cache used", got)
 	}
 }
