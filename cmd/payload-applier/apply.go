@@ -28,6 +28,7 @@ type applyOptions struct {
 	parallelism int
 	output      string
 	updateGraph string
+	graphWait   time.Duration
 	stallAfter  time.Duration
 	stuckAfter  time.Duration
 	leaseWait   time.Duration
@@ -49,7 +50,8 @@ update, checked by the update preconditions. Applying the same version again
 is a reconcile. Deletes are issued in update mode and not waited for: the ones
 still in progress are listed. The update graph (spec.upstream, or
 --update-graph) is read as 'start' reads it: a deprecated release is neither
-installed nor updated to unless --force is given.
+installed nor updated to unless --force is given. Apply waits for the graph
+up to --update-graph-timeout, then goes on without it.
 
 Apply holds the operator's leader-election Lease while it runs, so that a
 running 'payload-applier start' waits; when another instance holds it,
@@ -76,6 +78,7 @@ image is pulled, extracted and loaded.`,
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
+	cmd.Flags().DurationVar(&o.graphWait, "update-graph-timeout", time.Minute, "give up reading the update graph (every try and the waits between them) after this long, and go on without it")
 	cmd.Flags().DurationVar(&o.leaseWait, "lease-wait", 0, "wait this long for the operator's Lease when another instance holds it; 0 refuses at once a Lease renewed within its duration")
 	cmd.Flags().BoolVar(&o.ignoreLease, "ignore-lease", false, "apply without the operator's Lease, beside a running operator (the ledger merges both writers' records)")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
@@ -90,6 +93,9 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	}
 	if o.parallelism < 0 {
 		return withExitCode(exitUsage, errors.New("--parallelism must not be negative"))
+	}
+	if o.graphWait <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--update-graph-timeout must be positive, not %s", o.graphWait))
 	}
 	if o.stuckAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--delete-stuck-after must be positive, not %s", o.stuckAfter))
@@ -121,6 +127,8 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		Namespace:   o.cluster.namespace,
 		Sync:        apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter},
 		UpdateGraph: graphSource(o.updateGraph),
+		// One sync: it reads the graph itself, waiting at most this long.
+		UpdateGraphTimeout: o.graphWait,
 
 		OperandCleanupStallAfter: o.stallAfter,
 	})

@@ -51,6 +51,19 @@ func (f *registryFlags) registry() releaseimage.Registry {
 	return releaseimage.Registry{AuthFile: f.authFile, Insecure: f.insecure}
 }
 
+// puller pulls into --release-cache, by default the user's cache directory.
+func (f *registryFlags) puller() (*releaseimage.Puller, error) {
+	cache := f.cacheDir
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		cache = filepath.Join(base, "payload-applier", "releases")
+	}
+	return releaseimage.NewPuller(releaseimage.Config{Registry: f.registry(), CacheDir: cache})
+}
+
 // payloadDir is the directory of the payload arg names, following
 // sourceRule; what it says of a pulled image goes to log.
 func (f *registryFlags) payloadDir(ctx context.Context, log io.Writer, arg string) (string, error) {
@@ -67,15 +80,7 @@ func (f *registryFlags) payloadDir(ctx context.Context, log io.Writer, arg strin
 	if perr != nil {
 		return "", fmt.Errorf("no such directory, and %w", perr)
 	}
-	cache := f.cacheDir
-	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			base = os.TempDir()
-		}
-		cache = filepath.Join(base, "payload-applier", "releases")
-	}
-	p, err := releaseimage.NewPuller(releaseimage.Config{Registry: f.registry(), CacheDir: cache})
+	p, err := f.puller()
 	if err != nil {
 		return "", err
 	}

@@ -26,6 +26,7 @@ import (
 
 type startOptions struct {
 	cluster     clusterFlags
+	registry    registryFlags
 	payloads    string
 	listen      string
 	leaderElect bool
@@ -33,6 +34,7 @@ type startOptions struct {
 	identity    string
 	updateGraph string
 	graphEvery  time.Duration
+	graphWait   time.Duration
 	stallAfter  time.Duration
 	stuckAfter  time.Duration
 	liveWindow  time.Duration
@@ -43,44 +45,60 @@ type startOptions struct {
 func newStartCommand() *cobra.Command {
 	o := &startOptions{}
 	cmd := &cobra.Command{
-		Use:   "start --payloads DIR",
+		Use:   "start [--payloads DIR]",
 		Short: "Run as the cluster-version operator",
 		Long: `Start runs the operator: it reconciles the ClusterVersion named "version"
-towards spec.desiredUpdate.version, found in the release store given by
---payloads (one payload sub-directory per version). It resyncs every 2 to 4
+towards spec.desiredUpdate. A release named by spec.desiredUpdate.image
+(registry/repository@sha256:<hex>; a tag only with force) is pulled into
+--release-cache, loaded and, once the cluster runs a release, verified
+with that release's keys. A version alone is found in the release store
+given by --payloads (one payload sub-directory per version) or, failing
+that, by the image the update graph gives for it. Releases are retrieved
+beside the syncs: ReleaseAccepted is Unknown (RetrievePayload) meanwhile,
+and the current release keeps being reconciled. It resyncs every 2 to 4
 minutes, wakes up on ClusterVersion and ClusterOperator changes, and serves
 Prometheus metrics on --listen.
 
 It reads the update graph from spec.upstream, queried with spec.channel and
 the cluster's version, or from --update-graph, to fill
 status.availableUpdates, set RetrievedUpdates and ReleaseDeprecated, and
-refuse updates to deprecated releases.`,
+refuse updates to deprecated releases. The graph is read beside the
+syncs, every --update-graph-refresh and as soon as the upstream, channel
+or version changes: a sync never waits for it and uses the last answer.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	o.cluster.add(cmd)
-	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store: a directory with one payload directory per version (required)")
+	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store: a directory with one payload directory per version; without it, releases are read by image only")
+	o.registry.addPull(cmd)
 	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:9099", "address for /metrics, /healthz and /readyz; plain HTTP on loopback, HTTPS with /metrics behind the cluster's authentication and authorization elsewhere; empty disables it")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease so that only one instance acts")
 	cmd.Flags().DurationVar(&o.resync, "resync-interval", 2*time.Minute, "base resync period; each wait is drawn from [interval, 2×interval)")
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	cmd.Flags().DurationVar(&o.graphEvery, "update-graph-refresh", 2*time.Minute, "how long a fetched update graph is reused before it is read again")
+	cmd.Flags().DurationVar(&o.graphWait, "update-graph-timeout", time.Minute, "give up one read of the update graph (every try and the waits between them) after this long; reads run beside the syncs, which never wait for them")
 	cmd.Flags().StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate for --listen off loopback; default a self-signed one")
 	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
-	_ = cmd.MarkFlagRequired("payloads")
 	return cmd
 }
 
 func (o *startOptions) run(cmd *cobra.Command) error {
-	if st, err := os.Stat(o.payloads); err != nil || !st.IsDir() {
+	if st, err := os.Stat(o.payloads); o.payloads != "" && (err != nil || !st.IsDir()) {
 		return withExitCode(exitUsage, fmt.Errorf("--payloads %s is not a readable directory", o.payloads))
+	}
+	puller, err := o.registry.puller()
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("--release-cache: %w", err))
 	}
 	if o.graphEvery <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--update-graph-refresh must be positive, not %s", o.graphEvery))
+	}
+	if o.graphWait <= 0 {
+		return withExitCode(exitUsage, fmt.Errorf("--update-graph-timeout must be positive, not %s", o.graphWait))
 	}
 	if o.liveWindow < 2*o.resync {
 		return withExitCode(exitUsage, fmt.Errorf("--liveness-window %s must be at least twice --resync-interval %s, the longest wait between passes", o.liveWindow, o.resync))
@@ -102,13 +120,16 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		return err
 	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:  &operator.DirStore{Root: o.payloads},
-		Namespace: o.cluster.namespace,
-		Metrics:   metrics,
-		Identity:  o.identity,
+		Releases:        &operator.DirStore{Root: o.payloads},
+		Puller:          puller,
+		ReleasePlatform: o.registry.platform,
+		Namespace:       o.cluster.namespace,
+		Metrics:         metrics,
+		Identity:        o.identity,
 
 		UpdateGraph:              graphSource(o.updateGraph),
 		UpdateGraphRefresh:       o.graphEvery,
+		UpdateGraphTimeout:       o.graphWait,
 		OperandCleanupStallAfter: o.stallAfter,
 		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter},
 	})

@@ -25,7 +25,12 @@ release to one it updates to). A node's channels are its metadata key
 ` + updategraph.ChannelsKey + ` (comma-separated);
 a deprecated release carries ` + updategraph.DeprecatedKey + `
 with the message clusters on it are shown. The operator reads the same
-graph from spec.upstream or --update-graph.`,
+graph from spec.upstream or --update-graph.
+
+A graph is refused when it is malformed, names a version twice, gives a
+key twice or is over one of the caps on its size, nodes, edges and
+strings (see docs/operations.md); an edge listed twice is kept once, with
+a note.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
@@ -43,8 +48,9 @@ func graphSource(path string) updategraph.Source {
 }
 
 // readGraph reads and parses the graph file at path; its errors are usage
-// errors, as the graph is the command's input.
-func readGraph(path string) (*updategraph.Graph, error) {
+// errors, as the graph is the command's input. Edges listed more than
+// once are merged, with a note on stderr.
+func readGraph(cmd *cobra.Command, path string) (*updategraph.Graph, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, withExitCode(exitUsage, err)
@@ -53,6 +59,9 @@ func readGraph(path string) (*updategraph.Graph, error) {
 	g, err := updategraph.Parse(f)
 	if err != nil {
 		return nil, withExitCode(exitUsage, fmt.Errorf("%s: %w", path, err))
+	}
+	if g.DuplicateEdges > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "note: %s lists %d edges more than once; each is kept once\n", path, g.DuplicateEdges)
 	}
 	return g, nil
 }
@@ -107,7 +116,7 @@ func (o *deprecateOptions) run(cmd *cobra.Command, path string) error {
 	if o.AllowChannelRemoval && !o.Truncate {
 		return withExitCode(exitUsage, errors.New("--allow-channel-removal needs --truncate: without it nothing is removed"))
 	}
-	g, err := readGraph(path)
+	g, err := readGraph(cmd, path)
 	if err != nil {
 		return err
 	}
@@ -172,7 +181,7 @@ Exit codes: 0 valid; 1 problems found, each on a line; 2 an unreadable or
 malformed graph.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := readGraph(args[0])
+			g, err := readGraph(cmd, args[0])
 			if err != nil {
 				return err
 			}
@@ -196,27 +205,26 @@ func newShowGraphCommand() *cobra.Command {
 		Short: "List a graph's releases with their channels, updates and deprecation",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			g, err := readGraph(args[0])
+			g, err := readGraph(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			if channel != "" {
 				g = g.InChannel(channel)
 			}
+			// Each release's updates gathered in one pass over the edges.
+			to := make([][]string, len(g.Nodes))
+			for _, e := range g.Edges {
+				to[e[0]] = append(to[e[0]], g.Nodes[e[1]].Version)
+			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "VERSION\tCHANNELS\tUPDATES TO\tDEPRECATED")
-			for _, n := range g.Nodes {
-				var to []string
-				for _, e := range g.Edges {
-					if g.Nodes[e[0]].Version == n.Version {
-						to = append(to, g.Nodes[e[1]].Version)
-					}
-				}
+			for i, n := range g.Nodes {
 				dep := "-"
 				if msg, ok := n.Deprecation(); ok {
 					dep = "yes: " + msg
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Version, dashIfEmpty(strings.Join(n.Channels(), ",")), dashIfEmpty(strings.Join(to, ",")), dep)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Version, dashIfEmpty(strings.Join(n.Channels(), ",")), dashIfEmpty(strings.Join(to[i], ",")), dep)
 			}
 			return tw.Flush()
 		},

@@ -95,3 +95,25 @@ func TestUpdateGraphValidateAndShow(t *testing.T) {
 		t.Errorf("show --channel stable (exit %d):\n%s", code, stdout)
 	}
 }
+
+func TestUpdateGraphMergesDuplicateEdges(t *testing.T) {
+	in := writeGraph(t, strings.Replace(channelGraph, `"edges": [[0, 1], [1, 2]]`, `"edges": [[0, 1], [1, 2], [0, 1], [1, 2]]`, 1))
+	stdout, stderr, code := execute(t, "update-graph", "validate", in)
+	if code != exitOK || !strings.Contains(stdout, "3 releases, 2 edges, valid") || !strings.Contains(stderr, "lists 2 edges more than once; each is kept once") {
+		t.Errorf("exit %d, want the repeats merged with a note:\n%s%s", code, stdout, stderr)
+	}
+	stdout, _, code = execute(t, "update-graph", "deprecate", in, "--release", "0.22.2")
+	if code != exitOK || strings.Count(stdout, "[\n      0,\n      1\n    ]") != 1 {
+		t.Errorf("the written graph must list each edge once (exit %d):\n%s", code, stdout)
+	}
+}
+
+func TestUpdateGraphRefusesAGraphOverACap(t *testing.T) {
+	in := writeGraph(t, strings.Replace(channelGraph, `"preview"}`, `"preview,`+strings.Repeat("x", updategraph.MaxChannelNameBytes+1)+`"}`, 1))
+	for _, command := range []string{"validate", "show"} {
+		_, stderr, code := execute(t, "update-graph", command, in)
+		if code != exitUsage || !strings.Contains(stderr, "MaxChannelNameBytes = 256") {
+			t.Errorf("%s: exit %d, want 2 naming the cap and its limit:\n%s", command, code, stderr)
+		}
+	}
+}

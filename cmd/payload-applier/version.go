@@ -16,15 +16,19 @@ func newVersionCommand() *cobra.Command {
 		Short: "Print the payload-applier version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := version
-			if v == "" {
-				v = "devel"
-				if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
-					v = info.Main.Version
-				}
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), "payload-applier", v)
+			fmt.Fprintln(cmd.OutOrStdout(), "payload-applier", applierVersion())
 			return nil
 		},
 	}
+}
+
+// applierVersion is the version set at build time, the module's, or "devel".
+func applierVersion() string {
+	if version != "" {
+		return version
+	}
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" && info.Main.Version != "(devel)" {
+		return info.Main.Version
+	}
+	return "devel"
 }

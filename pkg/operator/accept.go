@@ -61,7 +61,7 @@ func Judge(ctx context.Context, engine *apply.Engine, cv *configv1.ClusterVersio
 		return Verdict{NotChecked: fmt.Sprintf("%s is already the cluster's target", target)}
 	}
 	v := Verdict{Checked: true, Current: precondition.LastCompletedVersion(cv.Status.History)}
-	v.Force = cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force && targetVersion(cv) == target
+	v.Force = forces(cv, target)
 	rc := precondition.ReleaseContext{DesiredVersion: target, ClusterVersion: cv, Release: rel, Deprecated: deprecated}
 	if v.Current == "" {
 		v.Install = true
@@ -97,4 +97,17 @@ func checkUpdate(ctx context.Context, engine *apply.Engine, rc precondition.Rele
 			Message: fmt.Sprintf("cannot tell which delete manifests the current release carried: %v", err)})
 	}
 	return errs, crds
+}
+
+// forces says whether cv's spec asks for target with force: by version, or
+// by image, whose release is target.
+func forces(cv *configv1.ClusterVersion, target string) bool {
+	du := cv.Spec.DesiredUpdate
+	if du == nil || !du.Force {
+		return false
+	}
+	if du.Version == "" && du.Image != "" {
+		return true
+	}
+	return targetVersion(cv) == target
 }

@@ -32,6 +32,16 @@ func leaseOperator(t *testing.T, holder string, renewed time.Time, seconds int32
 	return &Operator{cfg: Config{Namespace: leaseNS, Identity: "apply-1"}, kube: kube, clock: clock.RealClock{}}, kube
 }
 
+// readLease is the Lease as stored.
+func readLease(t *testing.T, kube *kubefake.Clientset) *coordinationv1.Lease {
+	t.Helper()
+	l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), "payload-applier", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // renewLagging renews the Lease as its holder does, every period, with a
 // clock that lags by lag, until the test ends.
 func renewLagging(t *testing.T, kube *kubefake.Clientset, lag, period time.Duration) {
@@ -93,10 +103,7 @@ func TestHoldLeaseTakesALeaseSeenUnchangedForItsDuration(t *testing.T) {
 	if got := time.Duration(ranAfter.Load()); got < time.Second {
 		t.Errorf("took the Lease after %s: it was not yet seen unchanged for its duration of 1s", got)
 	}
-	l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), "payload-applier", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := readLease(t, kube)
 	if h, n := ptr.Deref(l.Spec.HolderIdentity, ""), ptr.Deref(l.Spec.LeaseTransitions, 0); h != "" || n != 1 {
 		t.Errorf("after: holder %q, transitions %d; want it taken over once and released", h, n)
 	}
@@ -143,10 +150,7 @@ func TestHoldLeaseCreatesAMissingLeaseAndReturnsFnsError(t *testing.T) {
 	if err := op.HoldLease(context.Background(), 0, func(context.Context) error { return boom }); !errors.Is(err, boom) {
 		t.Fatalf("err %v, want fn's", err)
 	}
-	l, err := kube.CoordinationV1().Leases(leaseNS).Get(context.Background(), "payload-applier", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := readLease(t, kube)
 	if h, d := ptr.Deref(l.Spec.HolderIdentity, ""), ptr.Deref(l.Spec.LeaseDurationSeconds, 0); h != "" || d != 1 {
 		t.Errorf("after: holder %q, duration %d; want it released", h, d)
 	}

@@ -26,6 +26,8 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/signature"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -52,6 +54,15 @@ type Config struct {
 
 	// Releases finds payloads by version. Required.
 	Releases ReleaseSource
+	// Puller, when set, reads the releases named by image:
+	// spec.desiredUpdate.image, or the update graph's payload of a version
+	// Releases does not hold. nil: a request by image is refused.
+	Puller *releaseimage.Puller
+	// ReleasePlatform is the os/arch picked from a multi-architecture
+	// release image; "" is this process's, which runs on the cluster.
+	ReleasePlatform string
+	// SignatureLimits bound each verification of a release image.
+	SignatureLimits signature.Limits
 	// Namespace holds the ledger, the leader lease and Events. Default
 	// openshift-cluster-version.
 	Namespace string
@@ -84,6 +95,11 @@ type Config struct {
 	// UpdateGraphRefresh is how long a fetched graph is reused for the same
 	// query; default 2 minutes.
 	UpdateGraphRefresh time.Duration
+	// UpdateGraphTimeout bounds one read of the update graph, every try
+	// and the waits between them; default 1 minute. Under Run the graph is
+	// read in the background and no sync waits for it; a Sync without Run
+	// (apply) waits up to this long.
+	UpdateGraphTimeout time.Duration
 
 	// eventTally, set by NewForConfig with the broadcaster it makes, lets
 	// Shutdown wait for the Events still on their way.
@@ -109,6 +125,12 @@ func (cfg *Config) setDefaults() {
 	if cfg.Identity == "" {
 		cfg.Identity = hostIdentity()
 	}
+	if cfg.UpdateGraphRefresh == 0 {
+		cfg.UpdateGraphRefresh = defaultGraphRefresh
+	}
+	if cfg.UpdateGraphTimeout == 0 {
+		cfg.UpdateGraphTimeout = defaultGraphTimeout
+	}
 }
 
 // eventObject is what the operator's and the engine's Events are about:
@@ -133,10 +155,14 @@ type Operator struct {
 
 	syncMu   sync.Mutex
 	attempt  int
-	graphs   graphCache
+	graphs   *graphFetcher
 	health   health
 	cuts     cutsReporter
 	releases map[string]*payload.Release
+	// images retrieves releases by image; nil without a Puller.
+	images *imageRetriever
+	// verifier checks targets by image; it is the current release's.
+	verifier cachedVerifier
 }
 
 // New validates cfg and returns an Operator on its clients.
@@ -164,11 +190,17 @@ func New(cfg Config) (*Operator, error) {
 		return nil, fmt.Errorf("operator: %w", err)
 	}
 	cfg.setDefaults()
+	var images *imageRetriever
+	if cfg.Puller != nil {
+		images = newImageRetriever(cfg.Clock, cfg.Puller, cfg.ReleasePlatform)
+	}
 	return &Operator{
 		cfg: cfg, kube: cfg.KubeClient, config: cfg.ConfigClient, dynamic: cfg.DynamicClient,
 		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
+		graphs:   newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
 		releases: map[string]*payload.Release{},
+		images:   images,
 		cvRef:    cfg.eventObject(),
 	}, nil
 }
@@ -285,7 +317,10 @@ func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*pa
 // for many targets over its life would otherwise keep them all.
 func (o *Operator) pruneReleases(cv *configv1.ClusterVersion, loading string) {
 	inUse := map[string]bool{loading: true, cv.Status.Desired.Version: true, targetVersion(cv): true,
-		precondition.LastCompletedVersion(cv.Status.History): true}
+		precondition.LastCompletedVersion(cv.Status.History): true, cv.Status.Desired.Image: true}
+	if du := cv.Spec.DesiredUpdate; du != nil {
+		inUse[du.Image] = true
+	}
 	for v := range o.releases {
 		if !inUse[v] {
 			delete(o.releases, v)

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,6 +18,10 @@ type ReleaseSource interface {
 	// by opts. The operator checks that it declares version.
 	Load(version string, opts payload.LoadOptions) (*payload.Release, error)
 }
+
+// ErrNotInStore is why a ReleaseSource has no release of a version: the
+// operator then looks for its image in the update graph.
+var ErrNotInStore = errors.New("not in the release store")
 
 // DirStore is a directory with one payload sub-directory per release. A
 // sub-directory is found by its name or, failing that, by the version its
@@ -40,6 +45,10 @@ func (s *DirStore) Load(version string, opts payload.LoadOptions) (*payload.Rele
 
 // dir returns the payload directory of version.
 func (s *DirStore) dir(version string) (string, error) {
+	if s.Root == "" {
+		// An operator that reads releases by image only.
+		return "", fmt.Errorf("release %s is %w: no release store is configured", version, ErrNotInStore)
+	}
 	if dir := filepath.Join(s.Root, version); isDir(dir) {
 		return dir, nil
 	}
@@ -51,7 +60,7 @@ func (s *DirStore) dir(version string) (string, error) {
 	if dir, ok := s.versions[version]; ok {
 		return dir, nil
 	}
-	return "", fmt.Errorf("release %s is not in the release store %s (it holds: %v)", version, s.Root, s.versionsLocked())
+	return "", fmt.Errorf("release %s is %w %s (it holds: %v)", version, ErrNotInStore, s.Root, s.versionsLocked())
 }
 
 func (s *DirStore) versionsLocked() []string {

@@ -151,6 +151,14 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	})
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	// The update graph is read beside the syncs, which never wait for it;
+	// an answer that changes the status starts one.
+	o.graphs.start(ctx, poke)
+	// So are release images: retrieving and verifying one never holds
+	// back the reconcile of the current release.
+	if o.images != nil {
+		o.images.start(ctx, poke)
+	}
 
 	failures := 0
 	deletesPending := false

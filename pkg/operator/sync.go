@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,13 @@ type Outcome struct {
 	Refused error
 	// Verdict is Judge's on Target, nil when Target could not be loaded.
 	Verdict *Verdict
+	// Retrieving is set while Target's release image is being retrieved.
+	Retrieving bool
+	// RetrieveErr is set when Target's release image cannot be retrieved.
+	RetrieveErr error
+	// VerifyErr is set when Target's release image failed verification,
+	// whether or not force let it through.
+	VerifyErr error
 	// CurrentErr is set when Target was not applied and the release the
 	// cluster already runs could not be loaded to reconcile it instead.
 	CurrentErr error
@@ -69,10 +77,10 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	now := metav1.NewTime(start)
 	out := &Outcome{Target: targetVersion(cv)}
 
-	if out.Target == "" {
+	if out.Target == "" && requestedImage(cv) == "" {
 		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: ReasonNoDesiredUpdate,
-			Message: "No release is requested: set spec.desiredUpdate.version"}, now)
+			Message: "No release is requested: set spec.desiredUpdate.version or spec.desiredUpdate.image"}, now)
 		return out, o.writeStatus(ctx, original, cv)
 	}
 
@@ -102,7 +110,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 
 	rel := o.acceptTarget(ctx, cv, out, deprecated, now)
 	if rel == nil && status.Desired.Version != "" {
-		if rel, err = o.loadRelease(status.Desired.Version, cv); err != nil {
+		if rel, err = o.currentRelease(ctx, cv); err != nil {
 			out.CurrentErr = err
 		}
 	}
@@ -143,7 +151,11 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	// so that the pass after the ledger's repair is still an update and
 	// starts them.
 	if res.Complete() && (res.LedgerErr == nil || out.Mode != graph.ModeUpdate) {
+		completing := len(status.History) > 0 && status.History[0].State != configv1.CompletedUpdate
 		status.History = completeHistory(status.History, now)
+		if completing {
+			o.pruneImageCache(ctx, cv)
+		}
 	}
 	out.CleanupErr = res.CleanupErr
 	o.setUpgradeable(ctx, cv, res.Deletes, res.Cleanups, out, now)
@@ -164,10 +176,17 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	return out, o.writeStatus(ctx, original, cv)
 }
 
-// targetVersion is the version the spec asks for, or the one already desired.
+// targetVersion is the version the spec asks for, or the one already
+// desired. A request by image alone names none until its release is read:
+// "" then, unless it names the release already desired.
 func targetVersion(cv *configv1.ClusterVersion) string {
-	if du := cv.Spec.DesiredUpdate; du != nil && du.Version != "" {
-		return du.Version
+	if du := cv.Spec.DesiredUpdate; du != nil {
+		if du.Version != "" {
+			return du.Version
+		}
+		if du.Image != "" && !sameImage(du.Image, cv.Status.Desired.Image) {
+			return ""
+		}
 	}
 	return cv.Status.Desired.Version
 }
@@ -177,12 +196,14 @@ func targetVersion(cv *configv1.ClusterVersion) string {
 // the current release should be reconciled instead.
 func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, deprecated map[string]string, now metav1.Time) *payload.Release {
 	status := &cv.Status
-	rel, err := o.loadRelease(out.Target, cv)
-	if err != nil {
-		out.LoadErr = err
-		msg := fmt.Sprintf("Release %s is rejected: %v", out.Target, err)
-		o.rejectTarget(cv, ReasonLoadPayload, msg, "PayloadRejected", msg, now)
+	t := o.resolveTarget(ctx, cv, out, now)
+	if t == nil {
 		return nil
+	}
+	rel := t.rel
+	if out.Target == "" {
+		// Requested by image alone: its release says which version it is.
+		out.Target = rel.Version
 	}
 	accepted := configv1.ClusterOperatorStatusCondition{
 		Type: ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: ReasonPayloadLoaded,
@@ -201,12 +222,17 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 			"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, verdict.Summary), now)
 		return nil
 	}
+	if t.risk != "" {
+		out.AcceptedRisks = t.risk
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, ReasonImageVerificationFailed, t.risk)
+	}
 	if verdict.Summary != nil {
-		out.AcceptedRisks = verdict.Message
+		out.AcceptedRisks = strings.TrimPrefix(out.AcceptedRisks+"\n"+verdict.Message, "\n")
 		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, "PreconditionWarn", fmt.Sprintf("Update to %s accepted with risks: %v", out.Target, verdict.Summary))
 	}
-	status.Desired = configv1.Release{Version: rel.Version, Image: imageFor(rel), URL: configv1.URL(rel.URL), Channels: rel.Channels}
+	status.Desired = configv1.Release{Version: rel.Version, Image: t.image, URL: configv1.URL(rel.URL), Channels: rel.Channels}
 	status.History = startHistory(status.History, status.Desired, now, out.AcceptedRisks)
+	status.History[0].Verified = t.verified
 	status.Conditions = setCondition(status.Conditions, accepted, now)
 	o.recorder.Event(o.cvRef, corev1.EventTypeNormal, "UpdateAccepted", fmt.Sprintf("Accepted release %s", rel.Version))
 	return rel

@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
@@ -17,20 +17,6 @@ import (
 // ConditionReleaseDeprecated is True while the cluster runs a release the
 // update graph marks deprecated.
 const ConditionReleaseDeprecated configv1.ClusterStatusConditionType = "ReleaseDeprecated"
-
-// defaultGraphRefresh is how long a fetched graph is reused for the same
-// upstream, channel and version.
-const defaultGraphRefresh = 2 * time.Minute
-
-// graphCache remembers the last graph fetched and the last good one, so a
-// failing upstream keeps what the cluster already knew.
-type graphCache struct {
-	key       string
-	fetchedAt time.Time
-	graph     *updategraph.Graph
-	err       error
-	lastGood  *updategraph.Graph
-}
 
 // graphQuery is what the operator asks the update graph about a cluster.
 type graphQuery struct {
@@ -57,6 +43,14 @@ func (q graphQuery) String() string {
 	return fmt.Sprintf("%s?channel=%s&version=%s", q.source, q.channel, q.version)
 }
 
+// key tells queries apart; empty when there is no source.
+func (q graphQuery) key() string {
+	if q.source == nil {
+		return ""
+	}
+	return q.String()
+}
+
 // readable tells whether there is a graph to read: a server answers only
 // for a channel; a file still tells which releases are deprecated.
 func (q graphQuery) readable() bool {
@@ -70,29 +64,33 @@ func (q graphQuery) read(ctx context.Context) (*updategraph.Graph, error) {
 }
 
 // Deprecations reads the update graph of cv's spec.upstream as the
-// operator reads it before it judges target, uncached, and returns the
-// releases it deprecates: nil when cv names no graph, or when the graph
-// cannot be read, which the error then says.
+// operator reads it before it judges target, uncached and within the
+// default budget of one read, and returns the releases it deprecates: nil
+// when cv names no graph, or when the graph cannot be read, which the
+// error then says.
 func Deprecations(ctx context.Context, cv *configv1.ClusterVersion, target string) (map[string]string, error) {
 	q := queryFor(nil, cv, target)
 	if !q.readable() {
 		return nil, nil
 	}
-	g, err := q.read(ctx)
-	if err != nil {
-		return nil, err
+	once := graphFetcher{clock: clock.RealClock{}, budget: defaultGraphTimeout}
+	a := once.read(ctx, q)
+	if a.err != nil {
+		return nil, a.err
 	}
-	return g.Deprecations(), nil
+	return a.graph.Deprecations(), nil
 }
 
-// refreshUpdates reads the update graph, when one is configured, and sets
-// status.availableUpdates, RetrievedUpdates and ReleaseDeprecated. It
-// returns the deprecated releases for acceptance of target, the version
-// the spec asks for. A graph that cannot be fetched leaves
-// availableUpdates as they were and deprecations as last known.
+// refreshUpdates sets status.availableUpdates, RetrievedUpdates and
+// ReleaseDeprecated from what the graph fetcher knows, and returns the
+// deprecated releases for acceptance of target, the version the spec asks
+// for. A graph that cannot be fetched leaves availableUpdates as they were
+// for the same query and deprecations as last known; the condition says
+// how old they are.
 func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time) map[string]string {
 	status := &cv.Status
 	query := queryFor(o.cfg.UpdateGraph, cv, target)
+	latest, good := o.graphs.lookup(ctx, query)
 	source, version := query.source, query.version
 	if source == nil {
 		status.AvailableUpdates = nil
@@ -103,18 +101,34 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	}
 	channel := query.channel
 	retrieved := configv1.ClusterOperatorStatusCondition{Type: configv1.RetrievedUpdates, Status: configv1.ConditionFalse}
-	g, err := o.fetchGraph(ctx, query)
 	switch {
 	case channel == "":
 		retrieved.Reason, retrieved.Message = updategraph.ReasonNoChannel, "The update channel has not been configured: set spec.channel."
 		status.AvailableUpdates = nil
-	case err != nil:
-		retrieved.Reason = updategraph.ReasonOf(err)
-		retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: %v", source, err)
+	case latest.key != query.key():
+		// The answer to a new query is on its way and wakes a sync when
+		// it comes; until then the status stays as it was.
+		retrieved = configv1.ClusterOperatorStatusCondition{}
+	case latest.err != nil:
+		retrieved.Reason = updategraph.ReasonOf(latest.err)
+		retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: %v", source, latest.err)
+		switch good.key {
+		case query.key():
+			retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: last retrieved %s ago; the latest try failed: %v",
+				source, duration.HumanDuration(o.clock.Since(good.at)), latest.err)
+		case "":
+			// Kept: from before this process, likely for the same query.
+		default:
+			// They answered another upstream, channel or version.
+			status.AvailableUpdates = nil
+		}
 	default:
-		updates, found := g.InChannel(channel).Updates(version)
+		updates, found := latest.graph.InChannel(channel).Updates(version)
 		if found {
 			retrieved.Status, retrieved.Reason, retrieved.Message = configv1.ConditionTrue, "", ""
+			if age := o.clock.Since(latest.at); age > o.graphs.refresh+o.graphs.budget {
+				retrieved.Message = fmt.Sprintf("Available updates were last retrieved %s ago.", duration.HumanDuration(age))
+			}
 			status.AvailableUpdates = releasesOf(updates)
 			break
 		}
@@ -123,9 +137,11 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		retrieved.Message = fmt.Sprintf("The cluster's version %s is not in the %q channel of %s: it may have been removed from the channel. "+
 			"Choose another channel in spec.channel, or update to a release by version.", version, channel, source)
 	}
-	status.Conditions = setCondition(status.Conditions, retrieved, now)
+	if retrieved.Type != "" {
+		status.Conditions = setCondition(status.Conditions, retrieved, now)
+	}
 
-	known := o.graphs.lastGood
+	known := good.graph
 	if known == nil {
 		status.Conditions = removeCondition(status.Conditions, ConditionReleaseDeprecated)
 		return nil
@@ -144,31 +160,6 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	status.Conditions = setCondition(status.Conditions, c, now)
 	o.metrics.observeDeprecation(version, deprecated)
 	return deprecations
-}
-
-// fetchGraph returns the graph of query, fetched again once the cache is
-// older than the refresh interval or the query changed.
-func (o *Operator) fetchGraph(ctx context.Context, query graphQuery) (*updategraph.Graph, error) {
-	key := query.String()
-	c := &o.graphs
-	refresh := o.cfg.UpdateGraphRefresh
-	if refresh == 0 {
-		refresh = defaultGraphRefresh
-	}
-	if c.key == key && o.clock.Since(c.fetchedAt) < refresh {
-		return c.graph, c.err
-	}
-	if !query.readable() {
-		return nil, nil
-	}
-	g, err := query.read(ctx)
-	c.key, c.fetchedAt, c.graph, c.err = key, o.clock.Now(), g, err
-	if err != nil {
-		klog.FromContext(ctx).Info("Reading the update graph failed", "source", query.source.String(), "err", err)
-	} else {
-		c.lastGood = g
-	}
-	return g, err
 }
 
 // releasesOf turns graph nodes into the status's releases.

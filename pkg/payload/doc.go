@@ -6,10 +6,14 @@
 // `oc adm release extract` writes, which also covers a release-manifests
 // directory on its own. Files are read in name order; only .yaml, .yml and
 // .json files count, and subdirectories are ignored. A YAML file is cut at
-// its "---" lines so that every document knows the line it starts at, and
-// each document goes through library-go's Manifest parser; a JSON file is
-// one document. Templates in manifests/ are not rendered (the release
-// image they need is unknown offline), so such a file is a parse error.
+// its "---" lines so that every document knows the line it starts at; a
+// JSON file is one document. Every document, JSON or YAML, goes through one
+// strict parse (parseDocument): sigs.k8s.io/yaml's strict conversion, which
+// refuses a key set twice, a refusal of YAML merge keys, then library-go's
+// Manifest parser, and apiVersion, kind, metadata.name and
+// metadata.namespace must be strings. Templates in manifests/ are not
+// rendered (the release image they need is unknown offline), so such a
+// file is a parse error.
 //
 // Duplicates follow the CVO: one object twice in a file is an error, as
 // library-go's ParseManifests makes it; the same object in two files is a

@@ -26,6 +26,7 @@ type Rule string
 // Rules that reading the files applies.
 const (
 	RuleParseError      Rule = "parse-error"
+	RuleYAMLMergeKey    Rule = "yaml-merge-key"
 	RuleDuplicateInFile Rule = "duplicate-in-file"
 	RuleReleaseMetadata Rule = "release-metadata"
 )
@@ -174,60 +175,74 @@ func atKey(r *Release, m *Manifest, key string, rule Rule, sev Severity, format 
 	return f
 }
 
-// locate finds the first line of the document that writes key as a mapping
-// key, quoted or not. It is a text search, not a YAML parse: findings need
-// a good position, and a miss only costs precision.
+// locate finds the first line of the document that writes key as a
+// mapping key, quoted or not.
 func (m *Manifest) locate(key string) (line, col int, ok bool) {
-	if key == "" {
-		return 0, 0, false
-	}
-	k := []byte(key)
-	rest := m.src
-	for n := 0; len(rest) > 0; n++ {
-		l := rest
-		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-			l, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = nil
-		}
-		for from := 0; ; {
-			i := bytes.Index(l[from:], k)
-			if i < 0 {
-				break
-			}
-			i += from
-			if keyAt(l, i, len(k)) {
-				start := i
-				if start > 0 && (l[start-1] == '"' || l[start-1] == '\'') {
-					start--
-				}
-				return m.srcLine + n, start + 1, true
-			}
-			from = i + 1
-		}
-	}
-	return 0, 0, false
+	return locateKey(m.src, m.srcLine, key)
 }
 
-// keyAt reports whether l holds a mapping key of length n at i: the text
-// before it is indentation, a quote, '{' or ','; after it comes ':'.
-func keyAt(l []byte, i, n int) bool {
+// locateKey finds where src, whose first line is srcLine, writes the last
+// key of path as a mapping key, quoted or not, after the earlier keys of
+// path. It is a text search, not a YAML parse: findings need a good
+// position, and a miss only costs precision.
+func locateKey(src []byte, srcLine int, path ...string) (line, col int, ok bool) {
+	at, from := -1, 0
+	for _, key := range path {
+		if key == "" {
+			return 0, 0, false
+		}
+		if at = keyOffset(src, from, []byte(key)); at < 0 {
+			return 0, 0, false
+		}
+		from = at + len(key)
+	}
+	if at < 0 {
+		return 0, 0, false
+	}
+	l, c := offsetPosition(src, int64(at))
+	return srcLine + l - 1, c, true
+}
+
+// keyOffset returns the offset of the first mapping key k in src at or
+// after from, counting an opening quote, or -1.
+func keyOffset(src []byte, from int, k []byte) int {
+	for from < len(src) {
+		i := bytes.Index(src[from:], k)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		if keyAt(src, i, len(k)) {
+			if i > 0 && (src[i-1] == '"' || src[i-1] == '\'') {
+				i--
+			}
+			return i
+		}
+		from = i + 1
+	}
+	return -1
+}
+
+// keyAt reports whether text holds a mapping key of length n at i: on its
+// line, the text before it is indentation, a quote, '{' or ','; after it
+// comes ':'.
+func keyAt(text []byte, i, n int) bool {
 	j := i + n
-	if j < len(l) && (l[j] == '"' || l[j] == '\'') {
+	if j < len(text) && (text[j] == '"' || text[j] == '\'') {
 		j++
 	}
-	for j < len(l) && (l[j] == ' ' || l[j] == '\t') {
+	for j < len(text) && (text[j] == ' ' || text[j] == '\t') {
 		j++
 	}
-	if j >= len(l) || l[j] != ':' {
+	if j >= len(text) || text[j] != ':' {
 		return false
 	}
 	k := i - 1
-	if k >= 0 && (l[k] == '"' || l[k] == '\'') {
+	if k >= 0 && (text[k] == '"' || text[k] == '\'') {
 		k--
 	}
-	for k >= 0 && (l[k] == ' ' || l[k] == '\t') {
+	for k >= 0 && (text[k] == ' ' || text[k] == '\t') {
 		k--
 	}
-	return k < 0 || l[k] == '{' || l[k] == ','
+	return k < 0 || text[k] == '\n' || text[k] == '{' || text[k] == ','
 }

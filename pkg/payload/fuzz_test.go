@@ -3,6 +3,8 @@ package payload
 import (
 	"strings"
 	"testing"
+
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
 // releaseFromBytes parses data as one payload file, in memory.
@@ -21,6 +23,9 @@ func FuzzLint(f *testing.F) {
 	f.Add([]byte(annotated("v1", "ConfigMap", "ns", "a", `release.openshift.io/delete: "True"`)), []byte(annotated("v1", "ConfigMap", "ns", "a")), false)
 	f.Add([]byte(crdDoc("example.com", "Widget", "widgets", "v1")+"---\n"+annotated("example.com/v1", "Widget", "ns", "w")), []byte(crdDoc("example.com", "Widget", "widgets", "v1beta1", "v1")), false)
 	f.Add([]byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"x","annotations":{"release.openshift.io/delete":"true"}}}`), []byte("--- # c\nnull\n"), true)
+	for _, tc := range payloadtest.HiddenDeletes {
+		f.Add([]byte(tc.Content), []byte(annotated("v1", "ConfigMap", "ns", "a")), strings.HasSuffix(tc.File, ".json"))
+	}
 	known := map[Rule]bool{}
 	for _, r := range AllRules {
 		known[r.ID] = true
@@ -59,5 +64,22 @@ func FuzzMetadata(f *testing.F) {
 			}
 		}
 		_ = r.Filter(DefaultLoadOptions())
+	})
+}
+
+// FuzzMergeKeyGate checks the quick test that spares most documents the
+// merge-key parse: whenever that parse finds a key that reads <<, the quick
+// test must have asked for it.
+func FuzzMergeKeyGate(f *testing.F) {
+	for _, doc := range mergeKeySpellings {
+		f.Add([]byte(doc))
+	}
+	for _, tc := range payloadtest.HiddenDeletes {
+		f.Add([]byte(tc.Content))
+	}
+	f.Fuzz(func(t *testing.T, text []byte) {
+		if _, _, found, err := mergeKeyPosition(text); err == nil && found && !mayHoldMergeKey(text) {
+			t.Fatalf("the quick test misses a merge key in %q", text)
+		}
 	})
 }

@@ -78,6 +78,20 @@ func loadFiltered(t testing.TB, dir string) (*Release, []Finding) {
 	return all.Filter(DefaultLoadOptions()), findings
 }
 
+// loadOneFinding loads dir with LoadAll and returns the release and the
+// one finding it reports, failing the test unless there is exactly one.
+func loadOneFinding(t *testing.T, dir string) (*Release, Finding) {
+	t.Helper()
+	r, findings, err := LoadAll(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findings) != 1 {
+		t.Fatalf("want one finding, got\n%s", formatFindings(findings))
+	}
+	return r, findings[0]
+}
+
 // lintDirs loads next (and previous, when not empty) and returns every
 // finding, as the lint command does.
 func lintDirs(t testing.TB, next, previous string) []Finding {

@@ -18,6 +18,10 @@ const (
 	OperandNamespacesAnnotation = "release.openshift.io/operand-namespaces"
 	// OperandCleanupSupported is the one value OperandCleanupAnnotation takes.
 	OperandCleanupSupported = "Supported"
+	// VerificationConfigMapAnnotation marks the ConfigMap whose keyrings and
+	// signature stores verify the releases that follow this one (library-go's
+	// verify.ReleaseAnnotationConfigMapVerifier; pkg/signature reads it).
+	VerificationConfigMapAnnotation = "release.openshift.io/verification-config-map"
 )
 
 // ObjectID names one object in a cluster the way the CVO does: group, kind,

@@ -210,8 +210,8 @@ func parseFile(rel string, data []byte) ([]*Manifest, []Finding) {
 		}
 		parsed, err := parseDocument(doc.text)
 		if err != nil {
-			l, c, msg := describeParseError(err, doc, line)
-			problem(l, c, RuleParseError, "%s", msg)
+			l, c, rule, msg := describeParseError(err, doc, line)
+			problem(l, c, rule, "%s", msg)
 			continue
 		}
 		for i := range parsed {
@@ -247,33 +247,47 @@ func parseFile(rel string, data []byte) ([]*Manifest, []Finding) {
 
 // parseDocument parses one document into a library-go Manifest the way
 // ParseManifests does (YAML converted to JSON, then Manifest.UnmarshalJSON;
-// empty and null documents yield nothing), minus its stream decoder and a
-// second JSON scan, which a 10 MB payload notices. A panic in a decoder
-// becomes an error: bad input must never crash a load.
+// empty and null documents yield nothing), minus its stream decoder, which
+// a 10 MB payload notices. A panic in a decoder becomes an error: bad input
+// must never crash a load.
 func parseDocument(text []byte) (ms []manifest.Manifest, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			ms, err = nil, fmt.Errorf("parser failed: %v", r)
 		}
 	}()
-	js := bytes.TrimSpace(text)
-	if len(js) == 0 || js[0] != '{' || !json.Valid(js) {
-		// Strict: a key set twice in a mapping is an error, not a silent
-		// "last one wins" that could hide a delete annotation.
-		if js, err = yaml.YAMLToJSONStrict(text); err != nil {
-			return nil, err
-		}
-		js = bytes.TrimSpace(js)
+	// Strict, and for JSON documents too: a key set twice in a mapping is
+	// an error, not a silent "last one wins" (encoding/json's rule) that
+	// could hide a delete annotation.
+	js, err := yaml.YAMLToJSONStrict(text)
+	if err != nil {
+		return nil, err
 	}
+	if err := checkMergeKeys(text); err != nil {
+		return nil, err
+	}
+	js = bytes.TrimSpace(js)
 	if len(js) == 0 || bytes.Equal(js, []byte("null")) {
 		return nil, nil
 	}
 	var m manifest.Manifest
 	if err := m.UnmarshalJSON(js); err != nil {
+		// library-go fails on a kind or name that is no string, in words
+		// about Go; say which field, and where.
+		var obj map[string]any
+		if json.Unmarshal(js, &obj) == nil {
+			if p := checkIdentityTypes(text, obj); p != nil {
+				return nil, p
+			}
+		}
 		return nil, err
 	}
 	if len(m.Raw) == 0 {
 		return nil, nil
+	}
+	// library-go reads a namespace that is no string as none at all.
+	if p := checkIdentityTypes(text, m.Obj.Object); p != nil {
+		return nil, p
 	}
 	return []manifest.Manifest{m}, nil
 }
@@ -287,36 +301,59 @@ var (
 	goTypes = regexp.MustCompile(`(?:Go struct field |Go value of type )(\S+)(?: of type (\S+))?`)
 )
 
-// describeParseError turns a library-go parse error into a position in the
+// describeParseError turns a parse error into a rule, a position in the
 // file and a message short enough for one line.
-func describeParseError(err error, doc document, line int) (int, int, string) {
+func describeParseError(err error, doc document, line int) (int, int, Rule, string) {
+	var p *docProblem
+	if errors.As(err, &p) {
+		if p.line == 0 {
+			return line, p.col, p.rule, p.msg
+		}
+		return doc.line + p.line - 1, p.col, p.rule, p.msg
+	}
 	msg := err.Error()
-	var syntax *json.SyntaxError
 	switch {
-	case errors.As(err, &syntax):
-		l, c := offsetPosition(doc.text, syntax.Offset)
-		return doc.line + l - 1, c, "invalid JSON: " + syntax.Error()
 	case missingKind.MatchString(msg):
-		return line, 1, "document has no kind"
+		return line, 1, RuleParseError, "document has no kind"
 	case missingVersion.MatchString(msg):
-		return line, 1, "document has no apiVersion"
+		return line, 1, RuleParseError, "document has no apiVersion"
 	case strings.Contains(msg, "must contain kubernetes required fields kind and name"):
-		return line, 1, "metadata.name is missing or not a string (quote names such as y, no or 123)"
+		return line, 1, RuleParseError, "metadata.name is missing or empty"
 	}
 	if m := duplicateKey.FindStringSubmatch(msg); m != nil {
 		if n, convErr := strconv.Atoi(m[1]); convErr == nil {
-			return doc.line + n - 1, 1, fmt.Sprintf("key %s is set twice in one mapping; the later one would silently replace the first (a second annotations: hides the first one's keys)", m[2])
+			return doc.line + n - 1, 1, RuleParseError, fmt.Sprintf("key %s is set twice in one mapping; the later one would silently replace the first (a second annotations: hides the first one's keys)", m[2])
 		}
 	}
 	msg = withoutGoTypes(msg)
 	if m := yamlLinePattern.FindStringSubmatchIndex(msg); m != nil {
 		n, convErr := strconv.Atoi(msg[m[2]:m[3]])
 		if convErr == nil {
-			return doc.line + n - 1, 1, "invalid YAML: " + truncate(msg[m[1]:], 200)
+			what := "invalid YAML: "
+			if jsonShaped(doc.text) {
+				what = "invalid JSON (read by the YAML parser): "
+			}
+			return doc.line + n - 1, 1, RuleParseError, what + truncate(msg[m[1]:], 200) + jsonEscapeHint(doc.text, msg)
 		}
 	}
 	msg = strings.TrimPrefix(msg, "error parsing: ")
-	return line, 1, "cannot parse document: " + truncate(msg, 200)
+	return line, 1, RuleParseError, "cannot parse document: " + truncate(msg, 200) + jsonEscapeHint(doc.text, msg)
+}
+
+// jsonShaped reports whether a document is written as JSON: a .json file,
+// or a flow mapping in a YAML file.
+func jsonShaped(text []byte) bool {
+	t := bytes.TrimSpace(text)
+	return len(t) > 0 && t[0] == '{'
+}
+
+// jsonEscapeHint explains the two JSON escapes that the YAML parser, which
+// reads JSON documents too, does not take.
+func jsonEscapeHint(text []byte, msg string) string {
+	if !jsonShaped(text) || !strings.Contains(msg, "escape") {
+		return ""
+	}
+	return `; write / rather than \/, and characters beyond U+FFFF as they are rather than as \u surrogate pairs`
 }
 
 // withoutGoTypes rewrites the Go type names encoding/json puts in its

@@ -10,7 +10,8 @@ type RuleInfo struct {
 
 // AllRules lists every rule in the order docs/annotations.md gives them.
 var AllRules = []RuleInfo{
-	{RuleParseError, SeverityError, "a document does not parse, or lacks apiVersion, kind or metadata.name"},
+	{RuleParseError, SeverityError, "a document does not parse, sets a key twice, lacks apiVersion, kind or metadata.name, or sets one of them or metadata.namespace to anything but a string"},
+	{RuleYAMLMergeKey, SeverityError, "a YAML merge key (<<) copies keys into a mapping, where they may add or override an annotation unseen"},
 	{RuleDuplicateInFile, SeverityError, "one file defines an object twice"},
 	{RuleInvalidName, SeverityError, "metadata.name or metadata.namespace is no valid Kubernetes name (a path segment, no control characters, at most 253 characters)"},
 	{RuleReleaseMetadata, SeverityError, "release-metadata or image-references is invalid (bad metadata.url or channels values are warnings)"},

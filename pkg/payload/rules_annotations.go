@@ -24,6 +24,7 @@ var knownReleaseAnnotations = []string{
 	FeatureSetAnnotation,
 	FeatureGateAnnotation,
 	MajorVersionAnnotation,
+	VerificationConfigMapAnnotation,
 	bootstrapRequiredAnnotation,
 }
 

@@ -119,6 +119,9 @@ func TestAnnotationRules(t *testing.T) {
 				`exclude.release.openshift.io/internal-openshift-hosted: "true"`,
 			)},
 		},
+		"the annotation of a release's verification ConfigMap is known": {
+			files: map[string]string{file: cm(`release.openshift.io/verification-config-map: ""`)},
+		},
 		"an include value other than true or false is an error": {
 			files: map[string]string{file: cm(`include.release.openshift.io/hypershift: "True"`)},
 			want:  []want{{RuleAnnotationValue, SeverityError, file, 8, `is "True", which excludes the manifest`}},
@@ -426,7 +429,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 29 {
+	if len(AllRules) != 30 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }

@@ -102,45 +102,120 @@ func Deprecate(g *Graph, opts DeprecateOptions) (*DeprecateResult, error) {
 	return res, nil
 }
 
-// workGraph is a graph being edited: nodes are marked removed, not
-// dropped, so indices stay stable until graph() compacts them.
+// workGraph is a graph being edited: nodes, edges and channels are marked
+// removed, not dropped, so indices stay stable until graph() compacts
+// them. Each node knows its edges in and out, and each channel its
+// members, so that a truncation costs what its tail holds, not what the
+// whole graph holds.
 type workGraph struct {
-	nodes    []Node
-	removed  []bool
-	channels [][]string
-	edges    map[[2]int]bool
+	nodes     []Node
+	removed   []bool
+	byVersion map[string]int
+
+	edges    [][2]int
+	edgeGone []bool
+	// out and in list the ids of each node's edges.
+	out, in [][]int
+
+	// Channels have ids; a node's list keeps its metadata's order.
+	channels     [][]int
+	channelNames []string
+	channelIDs   map[string]int
+	channelGone  []bool
+	members      [][]int
+	// isMember holds node<<32|channel for each channel a node is in;
+	// a node leaving a channel is taken out of it.
+	isMember map[uint64]bool
 	// named is false for a graph without channel metadata, which is
 	// handled as one unnamed channel.
 	named bool
 	cond  []byte
+
+	// inTail marks the current truncation's tail, cleared after each.
+	inTail []bool
 }
 
 func newWorkGraph(g *Graph) *workGraph {
+	n := len(g.Nodes)
 	w := &workGraph{
-		nodes:    slices.Clone(g.Nodes),
-		removed:  make([]bool, len(g.Nodes)),
-		channels: make([][]string, len(g.Nodes)),
-		edges:    map[[2]int]bool{},
-		named:    g.HasChannels(),
-		cond:     g.ConditionalEdges,
+		nodes:      slices.Clone(g.Nodes),
+		removed:    make([]bool, n),
+		byVersion:  make(map[string]int, n),
+		out:        make([][]int, n),
+		in:         make([][]int, n),
+		channels:   make([][]int, n),
+		channelIDs: map[string]int{},
+		isMember:   map[uint64]bool{},
+		named:      g.HasChannels(),
+		cond:       g.ConditionalEdges,
+		inTail:     make([]bool, n),
 	}
-	for i, n := range g.Nodes {
-		w.channels[i] = n.Channels()
-		if !w.named {
-			w.channels[i] = []string{""}
+	for i, node := range g.Nodes {
+		if _, dup := w.byVersion[node.Version]; !dup {
+			w.byVersion[node.Version] = i
+		}
+		names := []string{""}
+		if w.named {
+			names = node.Channels()
+		}
+		for _, c := range names {
+			id, ok := w.channelIDs[c]
+			if !ok {
+				id = len(w.channelNames)
+				w.channelIDs[c] = id
+				w.channelNames = append(w.channelNames, c)
+				w.members = append(w.members, nil)
+			}
+			w.channels[i] = append(w.channels[i], id)
+			w.members[id] = append(w.members[id], i)
+			w.isMember[memberKey(i, id)] = true
 		}
 	}
+	w.channelGone = make([]bool, len(w.channelNames))
+	seen := make(map[[2]int]bool, len(g.Edges))
 	for _, e := range g.Edges {
-		w.edges[e] = true
+		if seen[e] {
+			continue
+		}
+		seen[e] = true
+		id := len(w.edges)
+		w.edges = append(w.edges, e)
+		w.out[e[0]] = append(w.out[e[0]], id)
+		w.in[e[1]] = append(w.in[e[1]], id)
 	}
+	w.edgeGone = make([]bool, len(w.edges))
 	return w
 }
 
-func (w *workGraph) find(version string) int {
-	for i, n := range w.nodes {
-		if n.Version == version && !w.removed[i] {
-			return i
+func memberKey(node, channel int) uint64 { return uint64(node)<<32 | uint64(channel) }
+
+// channelID returns the id of a channel, or -1 when no node names it.
+func (w *workGraph) channelID(name string) int {
+	if id, ok := w.channelIDs[name]; ok {
+		return id
+	}
+	return -1
+}
+
+// inChannel reports whether live node i is in channel c.
+func (w *workGraph) inChannel(i, c int) bool {
+	return c >= 0 && !w.removed[i] && !w.channelGone[c] && w.isMember[memberKey(i, c)]
+}
+
+// liveChannels lists the channels node i is still in.
+func (w *workGraph) liveChannels(i int) []int {
+	var out []int
+	for _, c := range w.channels[i] {
+		if w.inChannel(i, c) {
+			out = append(out, c)
 		}
+	}
+	return out
+}
+
+func (w *workGraph) find(version string) int {
+	if i, ok := w.byVersion[version]; ok && !w.removed[i] {
+		return i
 	}
 	return -1
 }
@@ -163,38 +238,44 @@ func (w *workGraph) versions(ids []int) []string {
 	return out
 }
 
+// channelList lists, sorted, the channels some live node is still in.
 func (w *workGraph) channelList() []string {
 	var out []string
-	for _, i := range w.live() {
-		for _, c := range w.channels[i] {
-			if !slices.Contains(out, c) {
-				out = append(out, c)
-			}
+	for c, members := range w.members {
+		if slices.ContainsFunc(members, func(i int) bool { return w.inChannel(i, c) }) {
+			out = append(out, w.channelNames[c])
 		}
 	}
 	slices.Sort(out)
 	return out
 }
 
+// isHead reports whether node i is in channel c and updates to nothing
+// else in it.
+func (w *workGraph) isHead(i, c int) bool {
+	if !w.inChannel(i, c) {
+		return false
+	}
+	for _, e := range w.out[i] {
+		if !w.edgeGone[e] && w.inChannel(w.edges[e][1], c) {
+			return false
+		}
+	}
+	return true
+}
+
 // heads lists the live nodes of channel that update to nothing in it.
 func (w *workGraph) heads(channel string) []int {
+	c := w.channelID(channel)
+	if c < 0 {
+		return nil
+	}
 	var heads []int
-	for _, i := range w.live() {
-		if !slices.Contains(w.channels[i], channel) {
-			continue
-		}
-		head := true
-		for e := range w.edges {
-			if e[0] == i && !w.removed[e[1]] && slices.Contains(w.channels[e[1]], channel) {
-				head = false
-				break
-			}
-		}
-		if head {
+	for _, i := range w.members[c] {
+		if w.isHead(i, c) {
 			heads = append(heads, i)
 		}
 	}
-	slices.Sort(heads)
 	return heads
 }
 
@@ -202,18 +283,17 @@ func (w *workGraph) heads(channel string) []int {
 // heads the default channel, every channel's head must be listed, and then
 // the whole graph goes. It reports whether it did.
 func (w *workGraph) removeEverything(opts DeprecateOptions) (bool, error) {
-	listed := func(i int) bool { return slices.Contains(opts.Releases, w.nodes[i].Version) }
-	headsDefault := false
-	for _, h := range w.heads(opts.DefaultChannel) {
-		headsDefault = headsDefault || listed(h)
+	listed := map[string]bool{}
+	for _, v := range opts.Releases {
+		listed[v] = true
 	}
-	if !headsDefault {
+	if !slices.ContainsFunc(w.heads(opts.DefaultChannel), func(h int) bool { return listed[w.nodes[h].Version] }) {
 		return false, nil
 	}
 	var missing []string
 	for _, c := range w.channelList() {
 		for _, h := range w.heads(c) {
-			if !listed(h) {
+			if !listed[w.nodes[h].Version] {
 				missing = append(missing, fmt.Sprintf("%s, the head of channel %q", w.nodes[h].Version, c))
 			}
 		}
@@ -230,29 +310,45 @@ func (w *workGraph) removeEverything(opts DeprecateOptions) (bool, error) {
 // that would remove the default channel's head.
 func (w *workGraph) truncate(d int, defaultChannel string) (removed, removedChannels []string, err error) {
 	tail := w.tail(d)
-	inTail := map[int]bool{d: true}
-	for _, t := range tail {
-		inTail[t] = true
+	touched := append(slices.Clip(tail), d)
+	for _, t := range touched {
+		w.inTail[t] = true
 	}
-	for _, h := range w.heads(defaultChannel) {
-		if inTail[h] && w.named {
+	defer func() {
+		for _, t := range touched {
+			w.inTail[t] = false
+		}
+	}()
+	if w.named {
+		// The least such head, as a scan of the channel's heads in order
+		// would name.
+		def := w.channelID(defaultChannel)
+		head := -1
+		for _, t := range touched {
+			if w.isHead(t, def) && (head < 0 || t < head) {
+				head = t
+			}
+		}
+		if head >= 0 {
 			return nil, nil, fmt.Errorf("%w: deprecating %s with truncation would remove %s, the head of the default channel %q",
-				ErrRemovingDefaultChannel, w.nodes[d].Version, w.nodes[h].Version, defaultChannel)
+				ErrRemovingDefaultChannel, w.nodes[d].Version, w.nodes[head].Version, defaultChannel)
 		}
 	}
-	var headed []string
-	for _, c := range w.channels[d] {
-		if slices.Contains(w.heads(c), d) {
+	shared := w.liveChannels(d)
+	var headed []int
+	for _, c := range shared {
+		if w.isHead(d, c) {
 			headed = append(headed, c)
 		}
 	}
-	shared := w.channels[d]
 	for _, t := range tail {
-		var keep []string
-		for _, c := range w.channels[t] {
-			if !slices.Contains(shared, c) || w.branchesIn(t, c, inTail) {
-				keep = append(keep, c)
+		var keep []int
+		for _, c := range w.liveChannels(t) {
+			if w.inChannel(d, c) && !w.branchesIn(t, c) {
+				delete(w.isMember, memberKey(t, c))
+				continue
 			}
+			keep = append(keep, c)
 		}
 		w.channels[t] = keep
 		if len(keep) == 0 {
@@ -260,18 +356,22 @@ func (w *workGraph) truncate(d int, defaultChannel string) (removed, removedChan
 			removed = append(removed, w.nodes[t].Version)
 		}
 	}
-	for e := range w.edges {
-		if e[1] == d || w.removed[e[0]] || w.removed[e[1]] ||
-			(inTail[e[0]] && inTail[e[1]] && !w.shareChannel(e[0], e[1])) {
-			delete(w.edges, e)
+	// Every edge that changes touches d or its tail.
+	for _, t := range touched {
+		for _, ids := range [][]int{w.in[t], w.out[t]} {
+			for _, e := range ids {
+				from, to := w.edges[e][0], w.edges[e][1]
+				if to == d || w.removed[from] || w.removed[to] ||
+					(w.inTail[from] && w.inTail[to] && !w.shareChannel(from, to)) {
+					w.edgeGone[e] = true
+				}
+			}
 		}
 	}
 	if w.named {
 		for _, c := range headed {
-			for i := range w.channels {
-				w.channels[i] = slices.DeleteFunc(w.channels[i], func(x string) bool { return x == c })
-			}
-			removedChannels = append(removedChannels, c)
+			w.channelGone[c] = true
+			removedChannels = append(removedChannels, w.channelNames[c])
 		}
 	}
 	return removed, removedChannels, nil
@@ -286,9 +386,9 @@ func (w *workGraph) tail(d int) []int {
 		n := queue[0]
 		queue = queue[1:]
 		var preds []int
-		for e := range w.edges {
-			if e[1] == n && !w.removed[e[0]] && !seen[e[0]] {
-				preds = append(preds, e[0])
+		for _, e := range w.in[n] {
+			if from := w.edges[e][0]; !w.edgeGone[e] && !w.removed[from] && !seen[from] {
+				preds = append(preds, from)
 			}
 		}
 		slices.Sort(preds)
@@ -303,9 +403,10 @@ func (w *workGraph) tail(d int) []int {
 
 // branchesIn reports whether t updates, in channel c, to a release outside
 // the tail: t is a branch point that c still needs.
-func (w *workGraph) branchesIn(t int, c string, inTail map[int]bool) bool {
-	for e := range w.edges {
-		if e[0] == t && !inTail[e[1]] && !w.removed[e[1]] && slices.Contains(w.channels[e[1]], c) {
+func (w *workGraph) branchesIn(t, c int) bool {
+	for _, e := range w.out[t] {
+		to := w.edges[e][1]
+		if !w.edgeGone[e] && !w.inTail[to] && w.inChannel(to, c) {
 			return true
 		}
 	}
@@ -314,7 +415,7 @@ func (w *workGraph) branchesIn(t int, c string, inTail map[int]bool) bool {
 
 func (w *workGraph) shareChannel(a, b int) bool {
 	for _, c := range w.channels[a] {
-		if slices.Contains(w.channels[b], c) {
+		if w.isMember[memberKey(a, c)] && w.isMember[memberKey(b, c)] && !w.channelGone[c] {
 			return true
 		}
 	}
@@ -324,28 +425,34 @@ func (w *workGraph) shareChannel(a, b int) bool {
 // graph compacts the work graph back into a Graph, edges in index order.
 func (w *workGraph) graph() *Graph {
 	g := &Graph{Nodes: []Node{}, Edges: [][2]int{}, ConditionalEdges: w.cond}
-	index := map[int]int{}
-	for _, i := range w.live() {
+	index := make([]int, len(w.nodes))
+	for i := range w.nodes {
+		if w.removed[i] {
+			continue
+		}
 		n := w.nodes[i]
 		n.Metadata = maps.Clone(n.Metadata)
 		if w.named {
-			n.setChannels(w.channels[i])
+			var names []string
+			for _, c := range w.liveChannels(i) {
+				names = append(names, w.channelNames[c])
+			}
+			n.setChannels(names)
 		}
 		index[i] = len(g.Nodes)
 		g.Nodes = append(g.Nodes, n)
 	}
-	for e := range w.edges {
-		if from, ok := index[e[0]]; ok {
-			if to, ok := index[e[1]]; ok {
-				g.Edges = append(g.Edges, [2]int{from, to})
+	for i := range w.nodes {
+		if w.removed[i] {
+			continue
+		}
+		first := len(g.Edges)
+		for _, e := range w.out[i] {
+			if to := w.edges[e][1]; !w.edgeGone[e] && !w.removed[to] {
+				g.Edges = append(g.Edges, [2]int{index[i], index[to]})
 			}
 		}
+		slices.SortFunc(g.Edges[first:], func(a, b [2]int) int { return a[1] - b[1] })
 	}
-	slices.SortFunc(g.Edges, func(a, b [2]int) int {
-		if a[0] != b[0] {
-			return a[0] - b[0]
-		}
-		return a[1] - b[1]
-	})
 	return g
 }

@@ -7,13 +7,9 @@
 package updategraph
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/blang/semver/v4"
@@ -28,9 +24,6 @@ const (
 	ChannelsKey = "io.openshift.upgrades.graph.release.channels"
 )
 
-// MaxGraphBytes bounds a graph read from a file or a server.
-const MaxGraphBytes = 32 << 20
-
 // Graph is an update graph.
 type Graph struct {
 	Nodes []Node   `json:"nodes"`
@@ -38,6 +31,9 @@ type Graph struct {
 	// ConditionalEdges are kept as read and written back unchanged; the
 	// operator does not evaluate them.
 	ConditionalEdges json.RawMessage `json:"conditionalEdges,omitempty"`
+	// DuplicateEdges counts the edges Parse read more than once and kept
+	// once.
+	DuplicateEdges int `json:"-"`
 }
 
 // Node is one release.
@@ -54,13 +50,27 @@ func (n Node) Deprecation() (string, bool) {
 	return msg, ok
 }
 
-// Channels lists the node's channels.
+// Channels lists the node's channels, each once, in the order given.
 func (n Node) Channels() []string {
-	var out []string
-	for _, c := range strings.Split(n.Metadata[ChannelsKey], ",") {
-		if c = strings.TrimSpace(c); c != "" && !slices.Contains(out, c) {
-			out = append(out, c)
+	parts := strings.Split(n.Metadata[ChannelsKey], ",")
+	out := parts[:0]
+	// A set only for a long list, where Contains would be quadratic.
+	var seen map[string]bool
+	if len(parts) > 16 {
+		seen = make(map[string]bool, len(parts))
+	}
+	for _, c := range parts {
+		c = strings.TrimSpace(c)
+		if c == "" || seen[c] || (seen == nil && slices.Contains(out, c)) {
+			continue
 		}
+		if seen != nil {
+			seen[c] = true
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }
@@ -74,50 +84,6 @@ func (n *Node) setChannels(channels []string) {
 		n.Metadata = map[string]string{}
 	}
 	n.Metadata[ChannelsKey] = strings.Join(channels, ",")
-}
-
-// Parse reads a graph of at most MaxGraphBytes and checks that it is well
-// formed: every version a unique Semantic Version, every edge between two
-// nodes. It names the first problem.
-func Parse(r io.Reader) (*Graph, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxGraphBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxGraphBytes {
-		return nil, fmt.Errorf("the graph is larger than %d MiB", MaxGraphBytes>>20)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var g Graph
-	if err := dec.Decode(&g); err != nil {
-		return nil, fmt.Errorf("not a Cincinnati graph: %w", err)
-	}
-	if g.Nodes == nil {
-		return nil, errors.New(`not a Cincinnati graph: no "nodes"`)
-	}
-	seen := map[string]int{}
-	for i, n := range g.Nodes {
-		if _, err := semver.Parse(n.Version); err != nil {
-			return nil, fmt.Errorf("node %d: version %q is not a Semantic Version", i, n.Version)
-		}
-		if j, dup := seen[n.Version]; dup {
-			return nil, fmt.Errorf("nodes %d and %d both have version %s", j, i, n.Version)
-		}
-		seen[n.Version] = i
-	}
-	for i, e := range g.Edges {
-		if e[0] < 0 || e[0] >= len(g.Nodes) || e[1] < 0 || e[1] >= len(g.Nodes) {
-			return nil, fmt.Errorf("edge %d [%d, %d] names a node that does not exist (%d nodes)", i, e[0], e[1], len(g.Nodes))
-		}
-		if e[0] == e[1] {
-			return nil, fmt.Errorf("edge %d updates %s to itself", i, g.Nodes[e[0]].Version)
-		}
-	}
-	if g.Edges == nil {
-		g.Edges = [][2]int{}
-	}
-	return &g, nil
 }
 
 // Encode writes the graph as indented JSON.
@@ -205,9 +171,18 @@ func (g *Graph) Deprecations() map[string]string {
 }
 
 func sortNewestFirst(nodes []Node) {
-	sort.SliceStable(nodes, func(i, j int) bool {
-		a, _ := semver.Parse(nodes[i].Version)
-		b, _ := semver.Parse(nodes[j].Version)
-		return a.GT(b)
-	})
+	// Each version parsed once, not once per comparison.
+	type release struct {
+		version semver.Version
+		node    Node
+	}
+	releases := make([]release, len(nodes))
+	for i, n := range nodes {
+		v, _ := semver.Parse(n.Version)
+		releases[i] = release{v, n}
+	}
+	slices.SortStableFunc(releases, func(a, b release) int { return b.version.Compare(a.version) })
+	for i, r := range releases {
+		nodes[i] = r.node
+	}
 }

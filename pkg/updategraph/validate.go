@@ -3,25 +3,41 @@ package updategraph
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
-// channelNames lists the graph's channels, sorted; a graph without
-// channel metadata has one unnamed channel holding every node.
-func (g *Graph) channelNames() []string {
-	if !g.HasChannels() {
-		return []string{""}
-	}
-	var out []string
-	for _, n := range g.Nodes {
+// channelMembers maps each channel to its nodes, in node order, and lists
+// the channels sorted; a graph without channel metadata has one unnamed
+// channel holding every node.
+func (g *Graph) channelMembers() (names []string, members map[string][]int) {
+	members = map[string][]int{}
+	named := false
+	for i, n := range g.Nodes {
 		for _, c := range n.Channels() {
-			if !slices.Contains(out, c) {
-				out = append(out, c)
+			named = true
+			if _, ok := members[c]; !ok {
+				names = append(names, c)
 			}
+			members[c] = append(members[c], i)
 		}
 	}
-	sort.Strings(out)
+	if !named {
+		all := make([]int, len(g.Nodes))
+		for i := range all {
+			all[i] = i
+		}
+		return []string{""}, map[string][]int{"": all}
+	}
+	slices.Sort(names)
+	return names, members
+}
+
+// successors lists each node's successors, in edge order.
+func (g *Graph) successors() [][]int {
+	out := make([][]int, len(g.Nodes))
+	for _, e := range g.Edges {
+		out[e[0]] = append(out[e[0]], e[1])
+	}
 	return out
 }
 
@@ -43,70 +59,114 @@ func (g *Graph) Heads(channel string) []string {
 
 // Validate checks every channel: no cycle and exactly one head, which
 // every release then reaches. It returns every problem found.
+//
+// Its cost is linear in the nodes, the edges and the channel memberships:
+// a channel is checked by walking only its own members and their edges,
+// so each edge is looked at once per channel of the release it leaves.
 func (g *Graph) Validate() []error {
+	names, members := g.channelMembers()
+	out := g.successors()
+	// inChannel[n] is k+1 while the k-th channel is checked and n is in
+	// it, so that no per-channel set is built or cleared.
+	inChannel := make([]int, len(g.Nodes))
+	walk := newCycleWalk(len(g.Nodes))
 	var errs []error
-	for _, c := range g.channelNames() {
+	for k, c := range names {
 		name := fmt.Sprintf("channel %q", c)
 		if c == "" {
 			name = "the graph"
 		}
-		sub := g.InChannel(c)
-		if len(sub.Nodes) == 0 {
+		nodes := members[c]
+		if len(nodes) == 0 {
 			continue
 		}
-		if cycle := sub.cycle(); cycle != nil {
-			errs = append(errs, fmt.Errorf("%s has a cycle: %s", name, strings.Join(cycle, " -> ")))
+		for _, n := range nodes {
+			inChannel[n] = k + 1
+		}
+		next := func(n int) []int { return out[n] }
+		in := func(n int) bool { return inChannel[n] == k+1 }
+		if cycle := walk.find(nodes, next, in); cycle != nil {
+			versions := make([]string, len(cycle))
+			for i, n := range cycle {
+				versions[i] = g.Nodes[n].Version
+			}
+			errs = append(errs, fmt.Errorf("%s has a cycle: %s", name, strings.Join(versions, " -> ")))
 			continue
 		}
 		// Without a cycle every release reaches some head, so one head
 		// means every release can reach it.
-		if heads := g.Heads(c); len(heads) != 1 {
+		var heads []string
+		for _, n := range nodes {
+			if !slices.ContainsFunc(out[n], in) {
+				heads = append(heads, g.Nodes[n].Version)
+			}
+		}
+		if len(heads) != 1 {
 			errs = append(errs, fmt.Errorf("%s has %d heads, want one: %s", name, len(heads), strings.Join(heads, ", ")))
 		}
 	}
 	return errs
 }
 
-// cycle returns the versions along a cycle, or nil when there is none.
-func (g *Graph) cycle() []string {
-	out := make([][]int, len(g.Nodes))
-	for _, e := range g.Edges {
-		out[e[0]] = append(out[e[0]], e[1])
-	}
-	const (
-		unvisited = iota
-		onPath
-		done
-	)
-	state := make([]int, len(g.Nodes))
-	var path []int
-	var visit func(n int) []string
-	visit = func(n int) []string {
-		state[n] = onPath
-		path = append(path, n)
-		for _, m := range out[n] {
-			switch state[m] {
-			case onPath:
-				start := slices.Index(path, m)
-				var versions []string
-				for _, p := range append(path[start:], m) {
-					versions = append(versions, g.Nodes[p].Version)
-				}
-				return versions
-			case unvisited:
-				if c := visit(m); c != nil {
-					return c
-				}
-			}
+// cycleWalk finds cycles by depth-first search, reusing its state from
+// one channel to the next. It walks with its own stack, not recursion, as
+// a chain may be tens of thousands of releases long.
+type cycleWalk struct {
+	state []uint8
+	// pathAt is a node's position on the current path, while on it.
+	pathAt []int
+}
+
+const (
+	unvisited uint8 = iota
+	onPath
+	done
+)
+
+func newCycleWalk(n int) *cycleWalk {
+	return &cycleWalk{state: make([]uint8, n), pathAt: make([]int, n)}
+}
+
+// find returns the nodes along a cycle among nodes, the first node
+// repeated at the end, or nil. It starts from each node in order and
+// follows next in order, counting only the successors that in admits.
+func (w *cycleWalk) find(nodes []int, next func(int) []int, in func(int) bool) []int {
+	defer func() {
+		for _, n := range nodes {
+			w.state[n] = unvisited
 		}
-		path = path[:len(path)-1]
-		state[n] = done
-		return nil
-	}
-	for i := range g.Nodes {
-		if state[i] == unvisited {
-			if c := visit(i); c != nil {
-				return c
+	}()
+	type frame struct{ node, edge int }
+	var path []frame
+	for _, start := range nodes {
+		if w.state[start] != unvisited {
+			continue
+		}
+		w.state[start], w.pathAt[start] = onPath, 0
+		path = append(path[:0], frame{start, 0})
+		for len(path) > 0 {
+			top := &path[len(path)-1]
+			succ := next(top.node)
+			if top.edge == len(succ) {
+				w.state[top.node] = done
+				path = path[:len(path)-1]
+				continue
+			}
+			m := succ[top.edge]
+			top.edge++
+			if !in(m) {
+				continue
+			}
+			switch w.state[m] {
+			case onPath:
+				cycle := make([]int, 0, len(path)-w.pathAt[m]+1)
+				for _, f := range path[w.pathAt[m]:] {
+					cycle = append(cycle, f.node)
+				}
+				return append(cycle, m)
+			case unvisited:
+				w.state[m], w.pathAt[m] = onPath, len(path)
+				path = append(path, frame{m, 0})
 			}
 		}
 	}

@@ -1,0 +1,275 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/signature"
+)
+
+const (
+	// ReasonRetrievePayload, ReasonVerifyPayloadVersion and
+	// ReasonImageVerificationFailed are the CVO's ReleaseAccepted reasons
+	// for the steps of reading a release by image.
+	ReasonRetrievePayload         = "RetrievePayload"
+	ReasonVerifyPayloadVersion    = "VerifyPayloadVersion"
+	ReasonImageVerificationFailed = signature.ReasonImageVerificationFailed
+
+	// retrieveBackoff and maxRetrieveBackoff space the retries of a
+	// release image that failed: a registry that refuses, or a signature
+	// that is not there yet.
+	retrieveBackoff    = 10 * time.Second
+	maxRetrieveBackoff = 5 * time.Minute
+	// maxImageJobs bounds the retrievals remembered: the target, the
+	// current release and a few withdrawn targets.
+	maxImageJobs = 4
+)
+
+// imageRequest is one release image to retrieve, and how to judge it.
+type imageRequest struct {
+	ref  releaseimage.Ref
+	load payload.LoadOptions
+	// verify, when set, checks the digest; verifierKey tells verifiers
+	// apart, so that a new verifier judges the image again.
+	verify      func(ctx context.Context, digest string) error
+	verifierKey string
+}
+
+func (r imageRequest) key() string {
+	if r.verify == nil {
+		return r.ref.String()
+	}
+	return r.ref.String() + " verified by " + r.verifierKey
+}
+
+// imageAnswer is how one retrieval ended.
+type imageAnswer struct {
+	// image is the release's pull spec by digest, repo@sha256:<hex>.
+	image string
+	// release is loaded, unfiltered; nil when err is set.
+	release *payload.Release
+	// stage is the ReleaseAccepted reason of err: ReasonRetrievePayload
+	// or ReasonLoadPayload.
+	stage string
+	err   error
+	// verifyErr is set when verification was asked for and failed.
+	verifyErr error
+	at        time.Time
+}
+
+// failed says whether the answer is worth another try later.
+func (a *imageAnswer) failed() bool { return a.err != nil || a.verifyErr != nil }
+
+// imageJob is the state of one request.
+type imageJob struct {
+	req      imageRequest
+	answer   *imageAnswer
+	failures int
+	// cancel gives up the retrieval in flight; nil when none is.
+	cancel context.CancelFunc
+	added  time.Time
+}
+
+// imageRetriever reads releases by image: pull into the cache, load,
+// verify. Started by Run, it works in goroutines of its own, so that no
+// sync waits on a registry or a signature store, and wakes the loop when
+// an answer comes; not started (apply, unit tests), a sync retrieves
+// inline, bounded by the puller's timeout and the verifier's limits.
+type imageRetriever struct {
+	clock    clock.Clock
+	puller   *releaseimage.Puller
+	platform string
+
+	mu      sync.Mutex
+	running bool
+	ctx     context.Context
+	wake    func()
+	jobs    map[string]*imageJob
+}
+
+func newImageRetriever(clk clock.Clock, puller *releaseimage.Puller, platform string) *imageRetriever {
+	return &imageRetriever{clock: clk, puller: puller, platform: platform, jobs: map[string]*imageJob{}}
+}
+
+// start retrieves in the background until ctx ends, calling wake with
+// every answer.
+func (r *imageRetriever) start(ctx context.Context, wake func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.running, r.ctx, r.wake = true, ctx, wake
+	go func() {
+		<-ctx.Done()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.ctx == ctx {
+			r.running, r.wake = false, nil
+		}
+	}()
+}
+
+// lookup returns the last answer to req, nil when there is none yet. A
+// request never asked, or whose answer failed and is due another try, is
+// retrieved: in the background when started, else before returning.
+func (r *imageRetriever) lookup(ctx context.Context, req imageRequest) *imageAnswer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := req.key()
+	j, ok := r.jobs[key]
+	if !ok {
+		r.evictFor(key)
+		j = &imageJob{req: req, added: r.clock.Now()}
+		r.jobs[key] = j
+	}
+	if j.cancel != nil || !r.due(j) {
+		return j.answer
+	}
+	if !r.running {
+		r.mu.Unlock()
+		a := r.retrieve(ctx, req)
+		r.mu.Lock()
+		r.store(j, a)
+		return j.answer
+	}
+	jctx, cancel := context.WithCancel(r.ctx)
+	j.cancel = cancel
+	wake := r.wake
+	go func() {
+		a := r.retrieve(jctx, req)
+		r.mu.Lock()
+		stale := jctx.Err() != nil
+		if !stale {
+			r.store(j, a)
+		}
+		j.cancel = nil
+		r.mu.Unlock()
+		cancel()
+		if stale {
+			return
+		}
+		wake()
+		if a.failed() {
+			// Wake the sync again when the retry is due, rather than at
+			// the next resync.
+			t := r.clock.NewTimer(backoffAfter(j.failures))
+			defer t.Stop()
+			select {
+			case <-t.C():
+				wake()
+			case <-r.ctx.Done():
+			}
+		}
+	}()
+	return j.answer
+}
+
+// due says whether j should be retrieved now; the caller holds mu.
+func (r *imageRetriever) due(j *imageJob) bool {
+	a := j.answer
+	return a == nil || (a.failed() && r.clock.Since(a.at) >= backoffAfter(j.failures))
+}
+
+func (r *imageRetriever) store(j *imageJob, a *imageAnswer) {
+	j.answer = a
+	if a.failed() {
+		j.failures++
+	} else {
+		j.failures = 0
+	}
+}
+
+// evictFor makes room for a new job, giving up the oldest; the caller
+// holds mu.
+func (r *imageRetriever) evictFor(key string) {
+	for len(r.jobs) >= maxImageJobs {
+		var oldest string
+		for k, j := range r.jobs {
+			if oldest == "" || j.added.Before(r.jobs[oldest].added) {
+				oldest = k
+			}
+		}
+		if j := r.jobs[oldest]; j.cancel != nil {
+			j.cancel()
+		}
+		delete(r.jobs, oldest)
+	}
+}
+
+// backoffAfter is the wait before the next try after failures failed tries.
+func backoffAfter(failures int) time.Duration {
+	d := retrieveBackoff
+	for i := 1; i < failures && d < maxRetrieveBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxRetrieveBackoff)
+}
+
+// retrieve pulls, loads and verifies req's release: nothing of it is used
+// before all three are done.
+func (r *imageRetriever) retrieve(ctx context.Context, req imageRequest) *imageAnswer {
+	a := &imageAnswer{}
+	defer func() { a.at = r.clock.Now() }()
+	e, err := r.puller.Fetch(ctx, req.ref, releaseimage.FetchOptions{Platform: r.platform})
+	if err != nil {
+		a.stage, a.err = ReasonRetrievePayload, err
+		var content *releaseimage.ContentError
+		if errors.As(err, &content) {
+			// The registry served it; what it holds is refused.
+			a.stage = ReasonLoadPayload
+		}
+		if ctx.Err() == nil {
+			klog.FromContext(ctx).Info("Retrieving a release image failed", "image", req.ref.String(), "err", err)
+		}
+		return a
+	}
+	a.image = req.ref.Repository() + "@" + e.Digest
+	rel, err := payload.Load(e.Dir, req.load)
+	if err != nil {
+		a.stage, a.err = ReasonLoadPayload, err
+		return a
+	}
+	a.release = rel
+	if req.verify != nil {
+		a.verifyErr = req.verify(ctx, e.Digest)
+	}
+	return a
+}
+
+// verifyMessage is the ReleaseAccepted message of a failed verification.
+func verifyMessage(err error) string {
+	var se *signature.Error
+	if errors.As(err, &se) {
+		return se.Message()
+	}
+	return "The update cannot be verified: " + err.Error()
+}
+
+// imageDigest is the digest an image pull spec names, "" for a tag, a
+// directory's file:// or an invalid one.
+func imageDigest(image string) string {
+	ref, err := releaseimage.ParseRef(image)
+	if err != nil {
+		return ""
+	}
+	return ref.Digest()
+}
+
+// sameImage says whether a and b name one image by the same digest.
+func sameImage(a, b string) bool {
+	if a == b {
+		return a != ""
+	}
+	d := imageDigest(a)
+	return d != "" && d == imageDigest(b)
+}
+
+// errNoPuller is why a release named by image cannot be read by an
+// operator built without a release cache.
+var errNoPuller = fmt.Errorf("this operator reads no release images: it has no release cache (start --release-cache)")

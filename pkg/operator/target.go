@@ -1,0 +1,301 @@
+package operator
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/signature"
+)
+
+// target is the release the spec asks for, read whole: loaded, and when
+// named by image, retrieved and verified.
+type target struct {
+	rel *payload.Release
+	// image is what status.desired.image says: repo@sha256:<hex> for a
+	// release image, file://DIR for a directory of the release store.
+	image string
+	// current is set when the target is the release already desired.
+	current bool
+	// verified says that the current release's keys signed it.
+	verified bool
+	// risk is a verification failure that force let through.
+	risk string
+}
+
+// errRetrieving is why a release image is not read yet: its retrieval is
+// under way.
+var errRetrieving = errors.New("retrieving")
+
+// resolveTarget reads the release cv's spec asks for: by image
+// (spec.desiredUpdate.image), by version from the release store, or by
+// version through the update graph's payload of it. It returns nil when
+// the target is refused or still being retrieved, ReleaseAccepted then
+// saying which; the current release is reconciled instead.
+func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, now metav1.Time) *target {
+	status := &cv.Status
+	var image string
+	force := false
+	if du := cv.Spec.DesiredUpdate; du != nil {
+		image, force = du.Image, du.Force
+	}
+	if image == "" {
+		if out.Target == status.Desired.Version {
+			return o.currentTarget(ctx, cv, out, now)
+		}
+		rel, err := o.loadRelease(out.Target, cv)
+		if err == nil {
+			return &target{rel: rel, image: imageFor(rel)}
+		}
+		if image = o.graphPayload(out.Target); image == "" || !errors.Is(err, ErrNotInStore) {
+			o.rejectLoad(cv, out, err, now)
+			return nil
+		}
+	}
+	if sameImage(image, status.Desired.Image) {
+		return o.currentTarget(ctx, cv, out, now)
+	}
+	ref, err := releaseimage.ParseRef(image)
+	if err != nil {
+		o.rejectRetrieve(cv, out, err, now)
+		return nil
+	}
+	if !ref.ByDigest() && !force {
+		// A tag can move to another image after it was checked.
+		o.rejectRetrieve(cv, out, fmt.Errorf("release image %s is named by tag; name it by digest or set force", image), now)
+		return nil
+	}
+	if o.images == nil {
+		o.rejectRetrieve(cv, out, errNoPuller, now)
+		return nil
+	}
+	req := imageRequest{ref: ref, load: *o.cfg.LoadOptions}
+	// As in the CVO, the release the cluster runs judges its updates; an
+	// install has none, and its release is not verified.
+	verifying := status.Desired.Version != ""
+	if verifying {
+		req.verify, req.verifierKey = o.verifierFor(ctx, cv)
+	}
+	a := o.images.lookup(ctx, req)
+	switch {
+	case a == nil:
+		out.Retrieving = true
+		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: ConditionReleaseAccepted, Status: configv1.ConditionUnknown, Reason: ReasonRetrievePayload,
+			Message: fmt.Sprintf("Retrieving payload %s", image)}, now)
+		return nil
+	case a.stage == ReasonRetrievePayload:
+		o.rejectRetrieve(cv, out, a.err, now)
+		return nil
+	case a.err != nil:
+		o.rejectLoad(cv, out, fmt.Errorf("release image %s: %w", image, a.err), now)
+		return nil
+	}
+	want := out.Target
+	if want != "" && a.release.Version != want {
+		out.LoadErr = fmt.Errorf("release image %s declares version %s, not the requested %s", a.image, a.release.Version, want)
+		msg := fmt.Sprintf("Release image %s is rejected: %v", image, out.LoadErr)
+		o.rejectTarget(cv, ReasonVerifyPayloadVersion, msg, "VerifyPayloadVersionFailed", msg, now)
+		return nil
+	}
+	if sameImage(a.image, status.Desired.Image) {
+		// A tag that names the release already desired.
+		return o.currentTarget(ctx, cv, out, now)
+	}
+	t := &target{image: a.image, verified: verifying && a.verifyErr == nil}
+	if verifying && a.verifyErr != nil {
+		out.VerifyErr = a.verifyErr
+		msg := verifyMessage(a.verifyErr)
+		if !force {
+			o.rejectTarget(cv, ReasonImageVerificationFailed, msg, ReasonImageVerificationFailed, msg, now)
+			return nil
+		}
+		t.risk = fmt.Sprintf("Target release version=%q image=%q cannot be verified, but continuing anyway because the update was forced: %s",
+			a.release.Version, a.image, msg)
+	}
+	t.rel = o.keepRelease(a.image, a.release, cv).Filter(o.loadOptionsFor(cv))
+	return t
+}
+
+// currentTarget is the release already desired, asked for again.
+func (o *Operator) currentTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, now metav1.Time) *target {
+	rel, err := o.currentRelease(ctx, cv)
+	switch {
+	case errors.Is(err, errRetrieving):
+		out.Retrieving = true
+		cv.Status.Conditions = setCondition(cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: ConditionReleaseAccepted, Status: configv1.ConditionUnknown, Reason: ReasonRetrievePayload,
+			Message: fmt.Sprintf("Retrieving payload %s", cv.Status.Desired.Image)}, now)
+		return nil
+	case err != nil:
+		o.rejectLoad(cv, out, err, now)
+		return nil
+	}
+	return &target{rel: rel, image: cv.Status.Desired.Image, current: true}
+}
+
+func (o *Operator) rejectLoad(cv *configv1.ClusterVersion, out *Outcome, err error, now metav1.Time) {
+	out.LoadErr = err
+	msg := fmt.Sprintf("Release %s is rejected: %v", cmp.Or(out.Target, requestedImage(cv)), err)
+	o.rejectTarget(cv, ReasonLoadPayload, msg, "PayloadRejected", msg, now)
+}
+
+// rejectRetrieve shows err, the registry's own message when it answered,
+// under the CVO's reason.
+func (o *Operator) rejectRetrieve(cv *configv1.ClusterVersion, out *Outcome, err error, now metav1.Time) {
+	out.RetrieveErr = err
+	msg := fmt.Sprintf("Retrieving payload failed: %v", err)
+	o.rejectTarget(cv, ReasonRetrievePayload, msg, "RetrievePayloadFailed", msg, now)
+}
+
+// requestedImage is spec.desiredUpdate.image, "" when the spec names none.
+func requestedImage(cv *configv1.ClusterVersion) string {
+	if du := cv.Spec.DesiredUpdate; du != nil {
+		return du.Image
+	}
+	return ""
+}
+
+// currentRelease is the release status.desired names, filtered for cv: by
+// version from the release store, or by image from the release cache. An
+// image missing from the cache (a cache lost with its volume) is
+// retrieved again in the background, unverified: the cluster already
+// accepted it.
+func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersion) (*payload.Release, error) {
+	d := cv.Status.Desired
+	digest := imageDigest(d.Image)
+	if digest == "" {
+		return o.loadRelease(d.Version, cv)
+	}
+	all, ok := o.releases[d.Image]
+	if !ok {
+		if o.images == nil {
+			return nil, errNoPuller
+		}
+		var rel *payload.Release
+		if e, hit := o.cfg.Puller.Cached(digest, o.cfg.ReleasePlatform); hit {
+			var err error
+			if rel, err = payload.Load(e.Dir, *o.cfg.LoadOptions); err != nil {
+				return nil, err
+			}
+		} else {
+			ref, err := releaseimage.ParseRef(d.Image)
+			if err != nil {
+				return nil, err
+			}
+			a := o.images.lookup(ctx, imageRequest{ref: ref, load: *o.cfg.LoadOptions})
+			switch {
+			case a == nil:
+				return nil, fmt.Errorf("release image %s is not in the release cache: %w", d.Image, errRetrieving)
+			case a.err != nil:
+				return nil, a.err
+			}
+			rel = a.release
+		}
+		all = o.keepRelease(d.Image, rel, cv)
+	}
+	if all.Version != d.Version {
+		return nil, fmt.Errorf("release image %s declares version %s, not %s", d.Image, all.Version, d.Version)
+	}
+	return all.Filter(o.loadOptionsFor(cv)), nil
+}
+
+// keepRelease keeps rel, loaded unfiltered, under key: a version or an
+// image. It returns rel.
+func (o *Operator) keepRelease(key string, rel *payload.Release, cv *configv1.ClusterVersion) *payload.Release {
+	if abs, err := filepath.Abs(rel.Dir); err == nil {
+		rel.Dir = abs
+	}
+	// Validated: the text was only for findings, and it is about a
+	// quarter of what the release holds.
+	rel.DropSource()
+	o.pruneReleases(cv, key)
+	o.releases[key] = rel
+	return rel
+}
+
+// graphPayload is the image the last update graph read gives for
+// version, "" when none does. No read is made: a sync never waits on the
+// update service.
+func (o *Operator) graphPayload(version string) string {
+	g := o.graphs.lastGood()
+	if g == nil {
+		return ""
+	}
+	if i := g.Find(version); i >= 0 {
+		return g.Nodes[i].Payload
+	}
+	return ""
+}
+
+// cachedVerifier is the verifier of the current release, built again when
+// the current release or spec.signatureStores change.
+type cachedVerifier struct {
+	key    string
+	verify func(context.Context, string) error
+}
+
+// verifierFor returns how targets of cv are verified, and a key that
+// changes with it.
+func (o *Operator) verifierFor(ctx context.Context, cv *configv1.ClusterVersion) (func(context.Context, string) error, string) {
+	stores, _ := json.Marshal(cv.Spec.SignatureStores)
+	key := fmt.Sprintf("%s %s %s", cv.Status.Desired.Version, cv.Status.Desired.Image, stores)
+	if o.verifier.key == key {
+		return o.verifier.verify, key
+	}
+	current, err := o.currentRelease(ctx, cv)
+	if err != nil {
+		// Not kept: a later sync reads the current release again.
+		return func(_ context.Context, digest string) error {
+			return &signature.Error{Digest: digest, Err: fmt.Errorf("the keys of the current release %s cannot be read: %w", cv.Status.Desired.Version, err)}
+		}, key + " unreadable"
+	}
+	v, err := signature.FromRelease(current, signature.Options{
+		ConfigMaps: o.kube.CoreV1(), SignatureStores: cv.Spec.SignatureStores, Limits: o.cfg.SignatureLimits})
+	verify := v.Verify
+	if err != nil {
+		verify = func(_ context.Context, digest string) error {
+			return &signature.Error{Digest: digest, Err: fmt.Errorf("the current release's verification ConfigMap: %w", err)}
+		}
+	}
+	o.verifier = cachedVerifier{key: key, verify: verify}
+	return verify, key
+}
+
+// pruneImageCache drops the cached releases that neither history nor the
+// spec names any more; run once an update completed.
+func (o *Operator) pruneImageCache(ctx context.Context, cv *configv1.ClusterVersion) {
+	if o.cfg.Puller == nil {
+		return
+	}
+	var keep []string
+	for _, image := range append([]string{cv.Status.Desired.Image, requestedImage(cv)}, historyImages(cv)...) {
+		if d := imageDigest(image); d != "" {
+			keep = append(keep, d)
+		}
+	}
+	dropped, err := o.cfg.Puller.Prune(keep)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Pruning the release cache failed")
+	}
+	if len(dropped) > 0 {
+		klog.FromContext(ctx).Info("Dropped releases history no longer names from the release cache", "digests", dropped)
+	}
+}
+
+func historyImages(cv *configv1.ClusterVersion) []string {
+	out := make([]string, 0, len(cv.Status.History))
+	for _, h := range cv.Status.History {
+		out = append(out, h.Image)
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
+	"github.com/payload-applier/payload-applier/pkg/signature"
+	"github.com/payload-applier/payload-applier/pkg/signature/signaturetest"
+)
+
+// requestImage points the ClusterVersion's spec.desiredUpdate at image.
+func (o *testOperator) requestImage(t *testing.T, image string, force bool) {
+	t.Helper()
+	cv := o.clusterVersion(t)
+	cv.Spec.DesiredUpdate = &configv1.Update{Image: image, Force: force}
+	if _, err := o.config.ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOperatorUpdatesByImage: installed from a directory whose release
+// carries the verification ConfigMap, the operator updates by digest
+// through spec.desiredUpdate.image once the update's signature is in
+// openshift-config-managed; refuses an unsigned one without writing any
+// of it; lets a forced one through with the risk in history; says the
+// registry's message for a missing image; and after a restart reconciles
+// from its cache without pulling.
+func TestOperatorUpdatesByImage(t *testing.T) {
+	ctx := context.Background()
+	admin := newClients(t).kube
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: signature.SignaturesNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ns := testCluster.CreateNamespace(t)
+	key := signaturetest.MakeKey(t, "release", "")
+	verifier := signaturetest.VerifierFor(t, []string{"http://127.0.0.1:1"}, key)
+	verifier.Name = uniqueName(t, "release-verification")
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ConfigMaps(verifier.Namespace).Delete(context.Background(), verifier.Name, metav1.DeleteOptions{})
+	})
+	verifierYAML, err := signature.Manifest(verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := writeStore(t, map[string]map[string]string{"1.0.0": {
+		"0000_20_demo_00_a.yaml":                         configMap(ns, "a", "1"),
+		"0000_90_release-verification_00_configmap.yaml": string(verifierYAML),
+	}})
+	reg := releaseimagetest.NewRegistry(t)
+	cache := t.TempDir()
+	withPuller := func(c *operator.Config) {
+		p, err := releaseimage.NewPuller(releaseimage.Config{CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Puller = p
+	}
+	cvName := uniqueName(t, "byimage")
+	op := newOperatorOn(t, &operator.DirStore{Root: store}, cvName, ns, nil, nil, withPuller)
+	op.request(t, "1.0.0", false)
+	if out := op.sync(t); out.Result == nil || !out.Result.Complete() {
+		t.Fatalf("install 1.0.0 from the directory: %+v", out)
+	}
+
+	// Unsigned: refused, and nothing of it written.
+	unsigned := reg.Publish(t, writePayload(t, "1.0.1", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "unsigned"), "0000_20_demo_01_b.yaml": configMap(ns, "unsigned", "1")}))
+	mark := auditMark(t)
+	op.requestImage(t, unsigned, false)
+	op.sync(t)
+	c := requireCondition(t, op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+	if !strings.HasPrefix(c.Message, "The update cannot be verified: ") {
+		t.Errorf("ReleaseAccepted message %q", c.Message)
+	}
+	for _, e := range applierWrites(t, mark) {
+		if e.ObjectRef != nil && e.ObjectRef.Namespace == ns && e.ObjectRef.Resource == "configmaps" && (e.ObjectRef.Name == "unsigned" || e.Verb != "patch") {
+			t.Errorf("the unsigned release was written: %s %s", e.Verb, e.RequestURI)
+		}
+	}
+	if cm := newClients(t).get(t, configMapGVK, ns, "a"); cm == nil || cm.Object["data"].(map[string]any)["key"] != "1" {
+		t.Errorf("ConfigMap a must keep 1.0.0's data: %v", cm)
+	}
+
+	// A missing image: the registry's own message.
+	missing := strings.Replace(unsigned, unsigned[strings.Index(unsigned, "@")+1:], "sha256:"+strings.Repeat("0", 64), 1)
+	op.requestImage(t, missing, false)
+	op.sync(t)
+	c = requireCondition(t, op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonRetrievePayload)
+	if !strings.Contains(c.Message, "MANIFEST_UNKNOWN") {
+		t.Errorf("ReleaseAccepted message %q; want the registry's MANIFEST_UNKNOWN", c.Message)
+	}
+
+	// Signed: Completed, verified, by digest.
+	signed := reg.Publish(t, writePayload(t, "1.0.2", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "signed")}))
+	createSignatureConfigMap(t, admin, key, signed[strings.Index(signed, "@")+1:])
+	op.requestImage(t, signed, false)
+	if out := op.sync(t); out.Result == nil || !out.Result.Complete() {
+		t.Fatalf("update to the signed 1.0.2: %+v", out)
+	}
+	cv := op.clusterVersion(t)
+	requireCondition(t, cv, operator.ConditionReleaseAccepted, configv1.ConditionTrue, operator.ReasonPayloadLoaded)
+	if h := cv.Status.History[0]; h.Version != "1.0.2" || h.State != configv1.CompletedUpdate || !h.Verified || h.Image != signed || cv.Status.Desired.Image != signed {
+		t.Fatalf("history[0] %+v, desired image %q; want 1.0.2 completed and verified, by digest %s", h, cv.Status.Desired.Image, signed)
+	}
+
+	// Forced unsigned: applied, the risk recorded. 1.0.2 carries no
+	// verification ConfigMap, so no update from it can be verified.
+	forced := reg.Publish(t, writePayload(t, "1.0.3", map[string]string{"0000_20_demo_00_a.yaml": configMap(ns, "a", "forced")}))
+	op.requestImage(t, forced, true)
+	op.sync(t)
+	cv = op.clusterVersion(t)
+	if h := cv.Status.History[0]; h.Version != "1.0.3" || h.Verified || !strings.Contains(h.AcceptedRisks, "cannot be verified, but continuing anyway because the update was forced") {
+		t.Fatalf("history[0] %+v; want 1.0.3 unverified with the risk recorded", h)
+	}
+
+	// A new process on the same cache reconciles 1.0.3 without pulling.
+	reg.Take()
+	restarted := newOperatorOn(t, &operator.DirStore{Root: store}, cvName, ns, nil, nil, withPuller)
+	if out := restarted.sync(t); out.Applied != "1.0.3" || out.Mode != "reconcile" || !out.Result.Complete() {
+		t.Fatalf("after a restart: applied %q in mode %s; want 1.0.3 reconciled", out.Applied, out.Mode)
+	}
+	if got := reg.Take(); len(got) > 0 {
+		t.Errorf("the restarted operator asked the registry %v; want its cache used", got)
+	}
+}
