@@ -12,10 +12,9 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 )
 
-// releaseSubcommands build the subcommands of `payload-applier release`.
-// A file that adds one appends its constructor in an init function, so
-// that this file need not change.
-var releaseSubcommands = []func() *cobra.Command{newReleasePackCmd}
+// releaseSubcommands build the subcommands of `payload-applier release`;
+// a new one is listed here.
+var releaseSubcommands = []func() *cobra.Command{newReleasePackCmd, newReleaseSignCmd}
 
 func newReleaseCmd() *cobra.Command {
 	cmd := &cobra.Command{

@@ -3,9 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
 )
 
 // startRegistry serves go-containerregistry's in-process registry on
@@ -21,9 +18,7 @@ import (
 func startRegistry(t *testing.T) string {
 	t.Helper()
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
+	return releaseimagetest.NewRegistry(t).Host
 }
 
 // packTo packs dir to ref and returns the image by digest it prints.
@@ -159,5 +154,14 @@ func TestSkopeoReadsAPackedRelease(t *testing.T) {
 	}
 	if "docker://"+host+"/demo/release@"+got.Digest != "docker://"+ref || got.Labels["io.openshift.release"] != "4.20.0" || got.Os != "linux" || len(got.Layers) != 1 {
 		t.Errorf("skopeo reads %+v from %s; want its digest, the io.openshift.release label 4.20.0 and one layer", got, ref)
+	}
+}
+
+func TestReleaseHasItsSubcommands(t *testing.T) {
+	for _, sub := range []string{"pack", "sign"} {
+		stdout, stderr, code := execute(t, "release", sub, "--help")
+		if code != exitOK || !strings.Contains(stdout, "Usage:") || !strings.Contains(stdout, "release "+sub) {
+			t.Errorf("release %s --help: exit %d\n%s%s", sub, code, stdout, stderr)
+		}
 	}
 }

@@ -128,7 +128,7 @@ func TestApplyCommandExitCodes(t *testing.T) {
 
 func TestCommandsHaveHelp(t *testing.T) {
 	bin := buildCLI(t)
-	for _, cmd := range []string{"lint", "plan", "apply", "start", "status", "version", "update-graph", "update-graph deprecate", "crd migrate-storage", "release", "release pack"} {
+	for _, cmd := range []string{"lint", "plan", "apply", "start", "status", "version", "update-graph", "update-graph deprecate", "crd migrate-storage", "release", "release pack", "release sign"} {
 		out, err := exec.Command(bin, append(strings.Fields(cmd), "--help")...).CombinedOutput()
 		if err != nil || !strings.Contains(string(out), "Usage:") {
 			t.Errorf("%s --help: %v\n%s", cmd, err, out)

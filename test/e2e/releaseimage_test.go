@@ -4,53 +4,18 @@ import (
 	"archive/tar"
 	"bytes"
 	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
-	gosync "sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
 )
-
-// loggedRegistry is go-containerregistry's registry in process on
-// loopback, with the log of the requests it served.
-type loggedRegistry struct {
-	host string
-	mu   gosync.Mutex
-	log  []string
-}
-
-func newLoggedRegistry(t *testing.T) *loggedRegistry {
-	t.Helper()
-	r := &loggedRegistry{}
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.mu.Lock()
-		r.log = append(r.log, req.Method+" "+req.URL.Path)
-		r.mu.Unlock()
-		reg.ServeHTTP(w, req)
-	}))
-	t.Cleanup(srv.Close)
-	r.host = strings.TrimPrefix(srv.URL, "http://")
-	return r
-}
-
-// take returns the requests served since the last take.
-func (r *loggedRegistry) take() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := r.log
-	r.log = nil
-	return out
-}
 
 // TestApplyReadsAReleaseImage installs a release packed by `release pack`
 // from the registry, reconciles it from the cache without a request, and
@@ -58,23 +23,23 @@ func (r *loggedRegistry) take() []string {
 // anything.
 func TestApplyReadsAReleaseImage(t *testing.T) {
 	bin, c, ns := newCLITest(t)
-	reg := newLoggedRegistry(t)
+	reg := releaseimagetest.NewRegistry(t)
 	cache := t.TempDir()
 
 	dir := writePayload(t, "1.0.0", storyReleases(ns)["1.0.0"])
 	// release pack talks to no cluster, so it runs without runCLI's kubeconfig.
-	out, err := exec.Command(bin, "release", "pack", dir, "--to", reg.host+"/e2e/release:1.0.0").Output()
+	out, err := exec.Command(bin, "release", "pack", dir, "--to", reg.Host+"/e2e/release:1.0.0").Output()
 	if err != nil {
 		t.Fatalf("release pack: %v", err)
 	}
 	ref := strings.TrimSpace(string(out))
 
-	reg.take()
+	reg.Take()
 	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", ref, "--release-cache", cache)
 	if code != 0 || !strings.Contains(stdout, "(install)") {
 		t.Fatalf("apply --payload %s: exit %d\n%s%s", ref, code, stdout, stderr)
 	}
-	if !strings.Contains(strings.Join(reg.take(), "\n"), "GET /v2/e2e/release/blobs/") {
+	if !strings.Contains(strings.Join(reg.Take(), "\n"), "GET /v2/e2e/release/blobs/") {
 		t.Error("the install read no layer from the registry")
 	}
 	if c.get(t, configMapGVK, ns, "keep") == nil {
@@ -85,11 +50,11 @@ func TestApplyReadsAReleaseImage(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "(reconcile)") || !strings.Contains(stderr, "cached") {
 		t.Fatalf("apply again: exit %d\n%s%s", code, stdout, stderr)
 	}
-	if served := reg.take(); len(served) != 0 {
+	if served := reg.Take(); len(served) != 0 {
 		t.Errorf("a cached digest was asked of the registry: %v", served)
 	}
 
-	missing := reg.host + "/e2e/release@sha256:" + strings.Repeat("0", 64)
+	missing := reg.Host + "/e2e/release@sha256:" + strings.Repeat("0", 64)
 	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", missing, "--release-cache", cache)
 	if code != 2 || !strings.Contains(stderr, "MANIFEST_UNKNOWN") || !strings.Contains(stderr, "nothing was applied") {
 		t.Errorf("apply of a missing image: exit %d, want 2 with the registry's MANIFEST_UNKNOWN\n%s%s", code, stdout, stderr)
@@ -97,7 +62,7 @@ func TestApplyReadsAReleaseImage(t *testing.T) {
 
 	// A release whose layer also writes out of the extraction directory:
 	// refused whole, so its valid ConfigMap is not applied either.
-	escape := escapingRelease(t, reg.host+"/e2e/release:1.0.1", ns)
+	escape := escapingRelease(t, reg.Host+"/e2e/release:1.0.1", ns)
 	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", escape, "--release-cache", cache)
 	if code != 2 || !strings.Contains(stderr, `".."`) || !strings.Contains(stderr, "nothing was applied") {
 		t.Errorf("apply of an image with a path escape: exit %d, want 2 naming the entry\n%s%s", code, stdout, stderr)
