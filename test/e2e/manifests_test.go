@@ -36,7 +36,7 @@ var manifestsDir = filepath.Join("..", "..", "manifests")
 
 // operatorArgs is how the Deployment runs the operator; docs/operations.md
 // documents these flags.
-var operatorArgs = []string{"start", "--payloads", "/payloads", "--listen", "0.0.0.0:9099", "--namespace", "openshift-cluster-version"}
+var operatorArgs = []string{"start", "--release-cache", "/var/cache/payload-applier", "--listen", "0.0.0.0:9099", "--namespace", "openshift-cluster-version"}
 
 // TestManifestsPlan runs `payload-applier plan` on manifests/ against the
 // test cluster: the directory must load and validate as a release payload,
@@ -56,8 +56,8 @@ func TestManifestsPlan(t *testing.T) {
 			}
 		}
 	}
-	if len(names) != 8 || names[0] != "Namespace/openshift-cluster-version" {
-		t.Errorf("planned %v: want 8 objects, the namespace first", names)
+	if len(names) != 7 || names[0] != "Namespace/openshift-cluster-version" {
+		t.Errorf("planned %v: want 7 objects, the namespace first", names)
 	}
 }
 
@@ -86,7 +86,6 @@ func TestManifestsAgree(t *testing.T) {
 		"ClusterRoleBinding.rbac.authorization.k8s.io/cluster-version-operator",
 		"Role.rbac.authorization.k8s.io/" + self.Namespace + "/cluster-version-operator",
 		"RoleBinding.rbac.authorization.k8s.io/" + self.Namespace + "/cluster-version-operator",
-		"PersistentVolumeClaim/" + self.Namespace + "/payload-applier-payloads",
 		"Deployment.apps/" + self.Namespace + "/" + self.Deployment,
 		"Service/" + self.Namespace + "/cluster-version-operator",
 	}
@@ -125,13 +124,16 @@ func TestManifestsAgree(t *testing.T) {
 	if !strings.HasPrefix(c.Image, "quay.io/payload-applier/payload-applier:") {
 		t.Errorf("image = %s, want the one make image pushes (docs/operations.md)", c.Image)
 	}
-	if !slices.ContainsFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.MountPath == "/payloads" && v.ReadOnly }) {
-		t.Errorf("no read-only volume at /payloads: %+v", c.VolumeMounts)
+	// The root filesystem is read-only: the release cache needs a
+	// writable volume of its own.
+	cache := slices.IndexFunc(c.VolumeMounts, func(v corev1.VolumeMount) bool { return v.MountPath == "/var/cache/payload-applier" && !v.ReadOnly })
+	if cache < 0 {
+		t.Fatalf("no writable volume at the --release-cache /var/cache/payload-applier: %+v", c.VolumeMounts)
 	}
 	if !slices.ContainsFunc(pod.Volumes, func(v corev1.Volume) bool {
-		return v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == objects["PersistentVolumeClaim"].GetName()
+		return v.Name == c.VolumeMounts[cache].Name && v.EmptyDir != nil && v.EmptyDir.SizeLimit != nil
 	}) {
-		t.Errorf("no volume from the payload claim: %+v", pod.Volumes)
+		t.Errorf("the release cache is not a bounded emptyDir: %+v", pod.Volumes)
 	}
 	if sa := objects["ServiceAccount"].GetName(); pod.ServiceAccountName != sa {
 		t.Errorf("serviceAccountName = %q, want the manifests' ServiceAccount %q", pod.ServiceAccountName, sa)
@@ -174,7 +176,8 @@ func TestManifestsDryRunApply(t *testing.T) {
 	for _, dir := range []string{manifestsDir, filepath.Join(manifestsDir, "crds")} {
 		objs = append(objs, readObjects(t, dir)...)
 	}
-	if len(objs) < 10 {
+	// 7 of the operator's own, 2 CRDs.
+	if len(objs) < 9 {
 		t.Fatalf("read only %d objects from manifests/ and manifests/crds/", len(objs))
 	}
 
