@@ -103,7 +103,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
-	dir, err := o.registry.payloadDir(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
+	dir, image, err := o.registry.payloadSource(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("payload %s rejected, nothing was applied:\n%w", o.payloadDir, err))
 	}
@@ -123,7 +123,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		defer cancel()
 	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:    operator.LoadedRelease{Release: rel},
+		Releases:    operator.LoadedRelease{Release: rel, Image: image},
 		Namespace:   o.cluster.namespace,
 		Sync:        apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter},
 		UpdateGraph: graphSource(o.updateGraph),

@@ -67,31 +67,42 @@ func (f *registryFlags) puller() (*releaseimage.Puller, error) {
 // payloadDir is the directory of the payload arg names, following
 // sourceRule; what it says of a pulled image goes to log.
 func (f *registryFlags) payloadDir(ctx context.Context, log io.Writer, arg string) (string, error) {
+	dir, _, err := f.payloadSource(ctx, log, arg)
+	return dir, err
+}
+
+// payloadSource is payloadDir that also returns the image's pull spec by
+// digest, "" for a directory.
+func (f *registryFlags) payloadSource(ctx context.Context, log io.Writer, arg string) (dir, image string, err error) {
 	info, err := os.Stat(arg)
 	switch {
 	case err == nil && info.IsDir():
-		return arg, nil
+		return arg, "", nil
 	case err == nil:
-		return "", fmt.Errorf("%s is a file, not a payload directory or a release image reference", arg)
+		return "", "", fmt.Errorf("%s is a file, not a payload directory or a release image reference", arg)
 	case !errors.Is(err, fs.ErrNotExist):
-		return "", err
+		return "", "", err
 	}
 	ref, perr := releaseimage.ParseRef(arg)
 	if perr != nil {
-		return "", fmt.Errorf("no such directory, and %w", perr)
+		return "", "", fmt.Errorf("no such directory, and %w", perr)
 	}
 	p, err := f.puller()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	e, err := p.Fetch(ctx, ref, releaseimage.FetchOptions{Platform: f.platform})
 	if err != nil {
-		return "", err
+		return "", "", err
+	}
+	byDigest, err := ref.WithDigest(e.Digest)
+	if err != nil {
+		return "", "", err
 	}
 	how := "pulled"
 	if e.FromCache {
 		how = "cached"
 	}
 	fmt.Fprintf(log, "release image %s: %s, %s into %s\n", ref, e.Digest, how, e.Dir)
-	return e.Dir, nil
+	return e.Dir, byDigest.String(), nil
 }

@@ -104,6 +104,23 @@ func isDir(p string) bool {
 // owns the release: it makes Dir absolute and drops the source text.
 type LoadedRelease struct {
 	Release *payload.Release
+	// Image is the pull spec by digest the release was read from, for
+	// status.desired.image; "" for a directory.
+	Image string
+}
+
+// ImageOf implements releaseImager.
+func (s LoadedRelease) ImageOf(version string) string {
+	if version != s.Release.Version {
+		return ""
+	}
+	return s.Image
+}
+
+// releaseImager is a ReleaseSource that knows the image a release it
+// loads came from.
+type releaseImager interface {
+	ImageOf(version string) string
 }
 
 // Load implements ReleaseSource.

@@ -310,7 +310,14 @@ func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.Clus
 	return written, nil
 }
 
-func imageFor(rel *payload.Release) string {
+// imageFor is where rel was read from: the image its source names, or its
+// directory.
+func (o *Operator) imageFor(rel *payload.Release) string {
+	if src, ok := o.cfg.Releases.(releaseImager); ok {
+		if image := src.ImageOf(rel.Version); image != "" {
+			return image
+		}
+	}
 	if rel.Dir == "" {
 		return ""
 	}

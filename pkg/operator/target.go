@@ -54,7 +54,7 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 		}
 		rel, err := o.loadRelease(out.Target, cv)
 		if err == nil {
-			return &target{rel: rel, image: imageFor(rel)}
+			return &target{rel: rel, image: o.imageFor(rel)}
 		}
 		if image = o.graphPayload(out.Target); image == "" || !errors.Is(err, ErrNotInStore) {
 			o.rejectLoad(cv, out, err, now)
@@ -173,7 +173,7 @@ func requestedImage(cv *configv1.ClusterVersion) string {
 func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersion) (*payload.Release, error) {
 	d := cv.Status.Desired
 	digest := imageDigest(d.Image)
-	if digest == "" {
+	if digest == "" || o.sourceHasImage(d) {
 		return o.loadRelease(d.Version, cv)
 	}
 	all, ok := o.releases[d.Image]
@@ -207,6 +207,13 @@ func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersi
 		return nil, fmt.Errorf("release image %s declares version %s, not %s", d.Image, all.Version, d.Version)
 	}
 	return all.Filter(o.loadOptionsFor(cv)), nil
+}
+
+// sourceHasImage says whether the release source itself holds d, as
+// `apply` holds the release image it was given.
+func (o *Operator) sourceHasImage(d configv1.Release) bool {
+	src, ok := o.cfg.Releases.(releaseImager)
+	return ok && src.ImageOf(d.Version) == d.Image
 }
 
 // keepRelease keeps rel, loaded unfiltered, under key: a version or an

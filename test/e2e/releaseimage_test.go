@@ -45,6 +45,11 @@ func TestApplyReadsAReleaseImage(t *testing.T) {
 	if c.get(t, configMapGVK, ns, "keep") == nil {
 		t.Fatal("the release's ConfigMap keep was not applied")
 	}
+	// The status names the image by digest, not the cache directory.
+	if cv := clusterVersion(t); !strings.Contains(ref, "@sha256:") || cv.Status.Desired.Image != ref ||
+		len(cv.Status.History) == 0 || cv.Status.History[0].Image != ref {
+		t.Errorf("desired image %q, history %+v: want %s", cv.Status.Desired.Image, cv.Status.History, ref)
+	}
 
 	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", ref, "--release-cache", cache)
 	if code != 0 || !strings.Contains(stdout, "(reconcile)") || !strings.Contains(stderr, "cached") {
