@@ -38,7 +38,7 @@ var (
 
 // signedBy returns k's signature that the image with digest is a release,
 // made as `release sign` makes it.
-func signedBy(t *testing.T, k *signaturetest.Key, digest string) []byte {
+func signedBy(t testing.TB, k *signaturetest.Key, digest string) []byte {
 	t.Helper()
 	key, err := signature.ReadSigningKey(k.Secret, nil)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *sigStore) requests() []string {
 
 // cluster is a fake cluster holding signature ConfigMaps, recording each
 // List of them in tr. Objects are added with add.
-func cluster(t *testing.T, tr *trace, objs ...runtime.Object) *fake.Clientset {
+func cluster(t testing.TB, tr *trace, objs ...runtime.Object) *fake.Clientset {
 	t.Helper()
 	client := fake.NewSimpleClientset(objs...)
 	client.PrependReactor("list", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
@@ -121,7 +121,7 @@ func cluster(t *testing.T, tr *trace, objs ...runtime.Object) *fake.Clientset {
 }
 
 // signatureConfigMap is the ConfigMap `release sign --configmap` writes.
-func signatureConfigMap(t *testing.T, digest string, sigs ...[]byte) *corev1.ConfigMap {
+func signatureConfigMap(t testing.TB, digest string, sigs ...[]byte) *corev1.ConfigMap {
 	t.Helper()
 	var cm *corev1.ConfigMap
 	for _, sig := range sigs {
