@@ -2,8 +2,8 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
-
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -131,4 +131,86 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 	if got := reg.Take(); len(got) > 0 {
 		t.Errorf("the restarted operator asked the registry %v; want its cache used", got)
 	}
+}
+
+// TestOperatorInstallsByImageAndRefusesWhatItCannotTrust: a cluster is
+// installed from spec.desiredUpdate.image alone (an install is not
+// verified, as with the CVO); then an update signed by a key the running
+// release does not trust, an image whose layer escapes its directory, and
+// an image on a registry nobody answers for are each refused with the
+// CVO's reason, and none of their objects is written.
+func TestOperatorInstallsByImageAndRefusesWhatItCannotTrust(t *testing.T) {
+	ctx := context.Background()
+	admin := newClients(t).kube
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: signature.SignaturesNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ns := testCluster.CreateNamespace(t)
+	trusted := signaturetest.MakeKey(t, "release", "")
+	stranger := signaturetest.MakeKey(t, "stranger", "")
+	verifier := signaturetest.VerifierFor(t, []string{"http://127.0.0.1:1"}, trusted)
+	verifier.Name = uniqueName(t, "release-verification")
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ConfigMaps(verifier.Namespace).Delete(context.Background(), verifier.Name, metav1.DeleteOptions{})
+	})
+	verifierYAML, err := signature.Manifest(verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := releaseimagetest.NewRegistry(t)
+	cache := t.TempDir()
+	op := newOperatorOn(t, &operator.DirStore{Root: t.TempDir()}, uniqueName(t, "installimage"), ns, nil, nil, func(c *operator.Config) {
+		p, err := releaseimage.NewPuller(releaseimage.Config{CacheDir: cache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Puller = p
+	})
+
+	t.Log("install by image alone")
+	installed := reg.Publish(t, writePayload(t, "1.0.0", map[string]string{
+		"0000_20_demo_00_a.yaml":                         configMap(ns, "a", "1"),
+		"0000_90_release-verification_00_configmap.yaml": string(verifierYAML),
+	}))
+	op.request(t, "1.0.0", false)
+	op.requestImage(t, installed, false)
+	if out := op.sync(t); out.Result == nil || !out.Result.Complete() || out.Applied != "1.0.0" {
+		t.Fatalf("install by image: %+v", out)
+	}
+	cv := op.clusterVersion(t)
+	if h := cv.Status.History[0]; cv.Status.Desired.Image != installed || h.Image != installed || h.State != configv1.CompletedUpdate || h.Verified {
+		t.Fatalf("desired image %q, history[0] %+v; want %s completed, not verified (an install is not)", cv.Status.Desired.Image, h, installed)
+	}
+
+	refusedWithNothingWritten := func(image string, reasons []string, says, object string) {
+		t.Helper()
+		mark := auditMark(t)
+		op.requestImage(t, image, false)
+		op.sync(t)
+		c := condition(op.clusterVersion(t), operator.ConditionReleaseAccepted)
+		if c.Status != configv1.ConditionFalse || !slices.Contains(reasons, c.Reason) || !strings.Contains(c.Message, says) {
+			t.Errorf("ReleaseAccepted %s %s %q; want False, one of %v, saying %q", c.Status, c.Reason, c.Message, reasons, says)
+		}
+		for _, e := range applierWrites(t, mark) {
+			if e.ObjectRef != nil && e.ObjectRef.Namespace == ns && e.ObjectRef.Name == object {
+				t.Errorf("the refused release was written: %s %s", e.Verb, e.RequestURI)
+			}
+		}
+		if newClients(t).get(t, configMapGVK, ns, object) != nil {
+			t.Errorf("ConfigMap %s of the refused release exists", object)
+		}
+	}
+
+	t.Log("signed by a key the running release does not trust")
+	strangers := reg.Publish(t, writePayload(t, "1.0.1", map[string]string{"0000_20_demo_00_b.yaml": configMap(ns, "b", "1")}))
+	createSignatureConfigMap(t, admin, stranger, strangers[strings.Index(strangers, "@")+1:])
+	refusedWithNothingWritten(strangers, []string{operator.ReasonImageVerificationFailed}, "The update cannot be verified: ", "b")
+
+	t.Log("a layer that writes out of its directory")
+	escape := escapingRelease(t, reg.Host+"/e2e/release:1.0.2", ns)
+	refusedWithNothingWritten(escape, []string{operator.ReasonRetrievePayload, operator.ReasonLoadPayload}, `".."`, "escaped")
+
+	t.Log("a registry nobody answers for")
+	unreachable := "127.0.0.1:1/e2e/release@sha256:" + strings.Repeat("1", 64)
+	refusedWithNothingWritten(unreachable, []string{operator.ReasonRetrievePayload}, "connection refused", "none")
 }
