@@ -27,6 +27,8 @@ type releaseSignOptions struct {
 	storeURLs      []string
 }
 
+func init() { releaseSubcommands = append(releaseSubcommands, newReleaseSignCmd) }
+
 func newReleaseSignCmd() *cobra.Command {
 	o := &releaseSignOptions{}
 	cmd := &cobra.Command{

@@ -122,3 +122,17 @@ func TestPlanReadsAReleaseImage(t *testing.T) {
 		t.Errorf("the plan of the image differs from the directory's (files aside):\n%s\n%s", fromImage, fromDir)
 	}
 }
+
+// Each release subcommand must be reachable from the root command, not
+// only from its constructor, which is what the other tests call.
+func TestReleaseCommandHasItsSubcommands(t *testing.T) {
+	release, _, err := newRootCommand().Find([]string{"release"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"pack", "sign"} {
+		if sub, _, err := release.Find([]string{name}); err != nil || sub.Name() != name {
+			t.Errorf("payload-applier release has no %s subcommand (found %v, %v)", name, sub, err)
+		}
+	}
+}
