@@ -73,6 +73,12 @@ type PublishOptions struct {
 // next one), packs and pushes each release to the registry, and signs each
 // digest into a signature ConfigMap manifest. It also pushes Unsigned.
 func Publish(ctx context.Context, opts PublishOptions) (*Releases, error) {
+	// The commands run in Dir, where a relative CLI path means nothing.
+	cli, err := filepath.Abs(opts.CLI)
+	if err != nil {
+		return nil, err
+	}
+	opts.CLI = cli
 	if err := os.MkdirAll(filepath.Join(opts.Dir, "payloads"), 0o755); err != nil {
 		return nil, err
 	}
