@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -163,5 +164,13 @@ func TestReleaseHasItsSubcommands(t *testing.T) {
 		if code != exitOK || !strings.Contains(stdout, "Usage:") || !strings.Contains(stdout, "release "+sub) {
 			t.Errorf("release %s --help: exit %d\n%s%s", sub, code, stdout, stderr)
 		}
+	}
+	// Listed once each: a subcommand registered twice shows twice in help.
+	var names []string
+	for _, c := range newReleaseCmd().Commands() {
+		names = append(names, c.Name())
+	}
+	if !slices.Equal(names, []string{"pack", "sign"}) {
+		t.Errorf("release has subcommands %v, want pack and sign once each", names)
 	}
 }

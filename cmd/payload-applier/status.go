@@ -33,9 +33,10 @@ func newStatusCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster version, conditions, history and deletes in progress",
-		Long: `Status shows what 'oc adm upgrade' shows: the current and desired versions,
-the ClusterVersion conditions, progress and history, plus the deletes the
-ledger tracks, with their finalizers and age.`,
+		Long: `Status shows what 'oc adm upgrade' shows: the current and desired versions
+and release image, the ClusterVersion conditions, progress and history (with
+whether each release's signature was verified), plus the deletes the ledger
+tracks, with their finalizers and age.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -108,6 +109,9 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 	if doc.Desired.Version != "" && doc.Desired.Version != doc.Current {
 		fmt.Fprintf(w, "Desired version: %s\n", doc.Desired.Version)
 	}
+	if doc.Desired.Image != "" {
+		fmt.Fprintf(w, "Desired image: %s\n", doc.Desired.Image)
+	}
 	for _, c := range doc.Status.Conditions {
 		if c.Type == operator.ConditionReleaseDeprecated && c.Status == configv1.ConditionTrue {
 			fmt.Fprintf(w, "Deprecated: %s\n", oneLine(c.Message))
@@ -155,13 +159,13 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 	if len(doc.Status.History) > 0 {
 		fmt.Fprintln(w, "\nHistory:")
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VERSION\tSTATE\tSTARTED\tCOMPLETED\tACCEPTED RISKS")
+		fmt.Fprintln(tw, "VERSION\tSTATE\tSTARTED\tCOMPLETED\tVERIFIED\tACCEPTED RISKS")
 		for _, h := range doc.Status.History {
 			done := "-"
 			if h.CompletionTime != nil {
 				done = h.CompletionTime.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", h.Version, h.State, h.StartedTime.UTC().Format(time.RFC3339), done, oneLine(h.AcceptedRisks))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\n", h.Version, h.State, h.StartedTime.UTC().Format(time.RFC3339), done, h.Verified, oneLine(h.AcceptedRisks))
 		}
 		_ = tw.Flush()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,8 +131,10 @@ func TestExamplesTellTheDocumentedStory(t *testing.T) {
 // TestExamplesStory runs the `make run` story against a control plane of
 // its own: the examples use fixed names (ClusterVersion version, namespace
 // gadget, CRD gadgets.example.com) that other tests in this package share.
-// The operator is the real CLI, started as `payload-applier start`; after
-// each step the test checks the cluster itself, not the story's word.
+// The releases are published as signed images to an in-process registry by
+// the real CLI, and the operator is the real CLI, started as
+// `payload-applier start --release-cache`; after each step the test checks
+// the cluster itself, not the story's word.
 func TestExamplesStory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -153,15 +156,34 @@ func TestExamplesStory(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	releasesDir := t.TempDir()
+	reg, err := story.StartRegistry(filepath.Join(releasesDir, "signature-store"), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := reg.Close(); err != nil {
+			t.Errorf("stop the registry: %v", err)
+		}
+	})
+	var published bytes.Buffer
+	releases, err := story.Publish(ctx, story.PublishOptions{CLI: cli, Payloads: filepath.Join(root, "examples", "payloads"), Dir: releasesDir, Registry: reg, Out: &published})
+	if err != nil {
+		t.Fatalf("publish the releases: %v\n%s", err, published.String())
+	}
+	if err := releases.ApplySignatures(ctx, c.Kubeconfig(), &published); err != nil {
+		t.Fatal(err)
+	}
+
 	t.Run("without an operator the story stops with a clear message", func(t *testing.T) {
-		err := story.Run(ctx, story.Options{Kubeconfig: c.Kubeconfig(), CLI: cli, StepTimeout: 2 * time.Second})
+		err := story.Run(ctx, story.Options{Kubeconfig: c.Kubeconfig(), CLI: cli, Releases: releases, StepTimeout: 2 * time.Second})
 		if err == nil || !strings.Contains(err.Error(), "timed out after 2s waiting for the operator to create and report on ClusterVersion version") {
 			t.Fatalf("story.Run without an operator returned %v", err)
 		}
 	})
 
 	op, err := story.StartOperator(ctx, story.OperatorOptions{
-		CLI: cli, Kubeconfig: c.ApplierKubeconfig(), Payloads: filepath.Join(root, "examples", "payloads"),
+		CLI: cli, Kubeconfig: c.ApplierKubeconfig(), ReleaseCache: filepath.Join(t.TempDir(), "release-cache"),
 		LogPath: filepath.Join(t.TempDir(), "operator.log"),
 	})
 	if err != nil {
@@ -176,7 +198,7 @@ func TestExamplesStory(t *testing.T) {
 		}
 	})
 
-	w := newStoryWatcher(t, c)
+	w := newStoryWatcher(t, c, releases)
 	mark, err := c.AuditMark()
 	if err != nil {
 		t.Fatal(err)
@@ -184,7 +206,7 @@ func TestExamplesStory(t *testing.T) {
 	var out bytes.Buffer
 	var steps []story.Step
 	err = story.Run(ctx, story.Options{
-		Kubeconfig: c.Kubeconfig(), CLI: cli, Operator: op, Out: &out,
+		Kubeconfig: c.Kubeconfig(), CLI: cli, Operator: op, Out: &out, Releases: releases,
 		AfterStep: func(ctx context.Context, step story.Step) error {
 			steps = append(steps, step)
 			return w.check(ctx, step)
@@ -193,7 +215,7 @@ func TestExamplesStory(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the story failed: %v\noutput so far:\n%s", err, out.String())
 	}
-	want := []story.Step{story.StepOperatorUp, story.StepInstalled, story.StepDeletePending, story.StepMinorRefused, story.StepMinorCompleted}
+	want := []story.Step{story.StepOperatorUp, story.StepInstalled, story.StepUnsignedRefused, story.StepDeletePending, story.StepMinorRefused, story.StepMinorCompleted}
 	if !slices.Equal(steps, want) {
 		t.Errorf("steps %v, want %v", steps, want)
 	}
@@ -204,6 +226,8 @@ func TestExamplesStory(t *testing.T) {
 		"Upgradeable      False   ResourceDeletionInProgress",
 		"Gadget.example.com/gadget/default",
 		"ReleaseAccepted  False   PreconditionChecks",
+		"ReleaseAccepted  False   ImageVerificationFailed",
+		"Desired image: " + releases.Signed["1.1.0"],
 		"Cluster version: 1.1.0",
 		`payload_applier_deletes_total{result="requested"}`,
 	} {
@@ -211,8 +235,8 @@ func TestExamplesStory(t *testing.T) {
 			t.Errorf("the story's output lacks %q:\n%s", s, text)
 		}
 	}
-	if n := strings.Count(text, "$ payload-applier status"); n != 5 {
-		t.Errorf("status printed %d times, want once per step (5)", n)
+	if n := strings.Count(text, "$ payload-applier status"); n != 6 {
+		t.Errorf("status printed %d times, want once per step (6)", n)
 	}
 
 	// The operator's deletes, in the order it sent them: the reverse of
@@ -238,17 +262,18 @@ func TestExamplesStory(t *testing.T) {
 // storyWatcher checks the cluster's state at each step of the story.
 type storyWatcher struct {
 	*clients
-	config configclient.Interface
+	config   configclient.Interface
+	releases *story.Releases
 }
 
-func newStoryWatcher(t *testing.T, c *cluster.Cluster) *storyWatcher {
+func newStoryWatcher(t *testing.T, c *cluster.Cluster, releases *story.Releases) *storyWatcher {
 	t.Helper()
 	cfg := c.RESTConfig()
 	cc, err := configclient.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &storyWatcher{clients: newClientsFor(t, cfg), config: cc}
+	return &storyWatcher{clients: newClientsFor(t, cfg), config: cc, releases: releases}
 }
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -326,8 +351,21 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 		if greeting != "Hello from release 1.0.0" {
 			fail("settings greeting %q", greeting)
 		}
+	case story.StepUnsignedRefused:
+		history("1.0.0 Completed")
+		condition(operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+		if cv.Spec.DesiredUpdate == nil || cv.Spec.DesiredUpdate.Image != w.releases.Unsigned || cv.Status.Desired.Image != w.releases.Signed["1.0.0"] {
+			fail("want the unsigned image requested and 1.0.0's desired; spec %+v, desired %s", cv.Spec.DesiredUpdate, cv.Status.Desired.Image)
+		}
+		_, err := w.kube.CoreV1().ConfigMaps("demo-config").Get(ctx, story.UnsignedMarker, metav1.GetOptions{})
+		if exists(err) || gadget == nil || terminating || greeting != "Hello from release 1.0.0" {
+			fail("the unsigned release was applied: ConfigMap %s exists %t, Gadget %v, greeting %q", story.UnsignedMarker, err == nil, gadget, greeting)
+		}
 	case story.StepDeletePending:
 		history("1.0.1 Completed", "1.0.0 Completed")
+		if h := cv.Status.History; len(h) > 0 && (!h[0].Verified || h[0].Image != w.releases.Signed["1.0.1"]) {
+			fail("1.0.1's history entry %+v is not verified by the digest %s", h[0], w.releases.Signed["1.0.1"])
+		}
 		condition(configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonDeletionInProgress)
 		if c := story.Condition(cv, configv1.OperatorUpgradeable); c == nil || !strings.Contains(c.Message, "Gadget.example.com/gadget/default (finalizers: example.com/cleanup)") {
 			fail("Upgradeable does not name the Gadget held by its finalizer: %+v", c)
@@ -365,6 +403,9 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 		}
 	case story.StepMinorCompleted:
 		history("1.1.0 Completed", "1.0.1 Completed", "1.0.0 Completed")
+		if h := cv.Status.History; len(h) > 0 && (!h[0].Verified || h[0].Image != w.releases.Signed["1.1.0"] || cv.Status.Desired.Image != h[0].Image) {
+			fail("1.1.0's history entry %+v is not verified by the digest %s, or not desired (%s)", h[0], w.releases.Signed["1.1.0"], cv.Status.Desired.Image)
+		}
 		condition(configv1.OperatorUpgradeable, configv1.ConditionTrue, operator.ReasonAsExpected)
 		condition(operator.ConditionReleaseAccepted, configv1.ConditionTrue, operator.ReasonPayloadLoaded)
 		if gadget != nil || coExists || nsExists || crdExists {

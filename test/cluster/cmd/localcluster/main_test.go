@@ -79,10 +79,17 @@ func TestRunWalksTheDemoAndStopsEverything(t *testing.T) {
 	out := stdout.String()
 	for _, want := range []string{
 		"real control plane started",
-		"==> Step 1 of 4: install release 1.0.0",
-		"==> Step 2 of 4: update to 1.0.1",
-		"==> Step 3 of 4: request the minor update 1.1.0",
-		"==> Step 4 of 4: the gadget controller finishes its cleanup",
+		"$ payload-applier release sign --key release.key --emit-verifier",
+		"$ payload-applier release pack payloads/1.0.0 --to 127.0.0.1:",
+		"$ payload-applier release pack payloads/1.0.1-unsigned --to 127.0.0.1:",
+		"created ConfigMap openshift-config-managed/sha256-",
+		"start --release-cache ",
+		"==> Step 1 of 5: install release 1.0.0",
+		"==> Step 2 of 5: request an unsigned 1.0.1",
+		"ReleaseAccepted  False   ImageVerificationFailed  The update cannot be verified: ",
+		"==> Step 3 of 5: update to the signed 1.0.1",
+		"==> Step 4 of 5: request the minor update 1.1.0",
+		"==> Step 5 of 5: the gadget controller finishes its cleanup",
 		"ResourceDeletionInProgress",
 		"PreconditionChecks",
 		"Cluster version: 1.1.0",
@@ -90,6 +97,22 @@ func TestRunWalksTheDemoAndStopsEverything(t *testing.T) {
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// The releases were requested by digest, and the updates verified: the
+	// last status shows 1.1.0's image and history rows ending in
+	// VERIFIED (the install is not verified, as in OpenShift).
+	last := out[strings.LastIndex(out, "$ payload-applier status"):]
+	image := regexp.MustCompile(`Desired image: (127\.0\.0\.1:\d+/demo/release@sha256:[0-9a-f]{64})\n`).FindStringSubmatch(last)
+	if image == nil {
+		t.Errorf("the last status shows no desired image by digest:\n%s", last)
+	} else if !strings.Contains(out, "\n  "+image[1]+"\n") {
+		t.Errorf("the desired image %s is not the one release pack printed for 1.1.0:\n%s", image[1], out)
+	}
+	for version, verified := range map[string]string{"1.1.0": "true", "1.0.1": "true", "1.0.0": "false"} {
+		row := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(version) + `\s+Completed\s+\S+\s+\S+\s+` + verified + `\s*$`)
+		if !row.MatchString(last) {
+			t.Errorf("the last status's history does not show %s verified %s:\n%s", version, verified, last)
 		}
 	}
 	s := parseStarted(t, out)
@@ -103,7 +126,7 @@ func TestRunStopsEverythingWhenItTimesOut(t *testing.T) {
 	cli := buildCLI(t)
 	var stdout, stderr bytes.Buffer
 	// The finalizer is held far longer than the demo may take, so the
-	// timeout ends it in step 4, with the cluster and the operator running.
+	// timeout ends it in step 5, with the cluster and the operator running.
 	code := run([]string{"run", "--cli", cli, "--timeout", "45s", "--finalizer-hold", "10m"}, &stdout, &stderr)
 	if code != 1 {
 		t.Fatalf("run exited %d, want 1; stdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
@@ -111,8 +134,8 @@ func TestRunStopsEverythingWhenItTimesOut(t *testing.T) {
 	if !strings.Contains(stderr.String(), "the demo did not finish within 45s (--timeout)") {
 		t.Errorf("stderr does not say the demo timed out:\n%s", stderr.String())
 	}
-	if !strings.Contains(stdout.String(), "==> Step 4 of 4") {
-		t.Errorf("the demo did not reach step 4 within 45s:\n%s", stdout.String())
+	if !strings.Contains(stdout.String(), "==> Step 5 of 5") {
+		t.Errorf("the demo did not reach step 5 within 45s:\n%s", stdout.String())
 	}
 	s := parseStarted(t, stdout.String())
 	requireStopped(t, s)

@@ -62,21 +62,31 @@ func (c *clients) clusterVersion(ctx context.Context) (*configv1.ClusterVersion,
 	return cv, err
 }
 
-// requestRelease sets spec.desiredUpdate to version, as `oc adm upgrade --to`
-// does. It patches rather than updates: the typed ClusterVersion carries
-// fields the installed CRD lacks, and an update would draw warnings.
-func (c *clients) requestRelease(ctx context.Context, version string) error {
+// requestRelease sets spec.desiredUpdate to version's image by digest, as
+// `oc adm upgrade --to-image` does. It patches rather than updates: the
+// typed ClusterVersion carries fields the installed CRD lacks, and an
+// update would draw warnings.
+func (c *clients) requestRelease(ctx context.Context, version, image string) error {
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{
-		"desiredUpdate": map[string]any{"version": version, "image": nil, "force": false},
+		"desiredUpdate": map[string]any{"version": version, "image": image, "force": false},
 	}})
 	if err != nil {
 		return err
 	}
 	_, err = c.config.ConfigV1().ClusterVersions().Patch(ctx, clusterVersionName, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		return fmt.Errorf("request release %s on ClusterVersion %s: %w", version, clusterVersionName, err)
+		return fmt.Errorf("request release %s (%s) on ClusterVersion %s: %w", version, image, clusterVersionName, err)
 	}
 	return nil
+}
+
+// configMapExists reports whether the ConfigMap namespace/name exists.
+func (c *clients) configMapExists(ctx context.Context, namespace, name string) (bool, error) {
+	_, err := c.dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // reportOperatorAvailable plays an operator: it reports its ClusterOperator

@@ -15,8 +15,8 @@ import (
 	"time"
 )
 
-// OperatorOptions configure StartOperator. CLI, Kubeconfig, Payloads and
-// LogPath are required.
+// OperatorOptions configure StartOperator. CLI, Kubeconfig and LogPath
+// are required, and Payloads or ReleaseCache or both.
 type OperatorOptions struct {
 	// CLI is the payload-applier binary.
 	CLI string
@@ -25,6 +25,8 @@ type OperatorOptions struct {
 	Kubeconfig string
 	// Payloads is the release store, one payload directory per version.
 	Payloads string
+	// ReleaseCache is where the operator keeps the release images it pulls.
+	ReleaseCache string
 	// LogPath receives the operator's output.
 	LogPath string
 	// ResyncInterval is passed to --resync-interval. Default 10s.
@@ -39,6 +41,7 @@ type OperatorOptions struct {
 type Operator struct {
 	opts       OperatorOptions
 	cmd        *exec.Cmd
+	args       []string
 	metricsURL string
 	done       chan struct{} // closed once the process has exited and been reaped
 	waitErr    error         // read only after done is closed
@@ -50,7 +53,7 @@ type Operator struct {
 // call Stop.
 func StartOperator(ctx context.Context, opts OperatorOptions) (*Operator, error) {
 	var missing []string
-	for name, v := range map[string]string{"CLI": opts.CLI, "Kubeconfig": opts.Kubeconfig, "Payloads": opts.Payloads, "LogPath": opts.LogPath} {
+	for name, v := range map[string]string{"CLI": opts.CLI, "Kubeconfig": opts.Kubeconfig, "Payloads or ReleaseCache": opts.Payloads + opts.ReleaseCache, "LogPath": opts.LogPath} {
 		if v == "" {
 			missing = append(missing, name)
 		}
@@ -72,13 +75,19 @@ func StartOperator(ctx context.Context, opts OperatorOptions) (*Operator, error)
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	args := []string{"start",
-		"--payloads", opts.Payloads,
+	args := []string{"start"}
+	if opts.Payloads != "" {
+		args = append(args, "--payloads", opts.Payloads)
+	}
+	if opts.ReleaseCache != "" {
+		args = append(args, "--release-cache", opts.ReleaseCache)
+	}
+	args = append(args,
 		"--kubeconfig", opts.Kubeconfig,
 		"--listen", addr,
 		"--leader-elect=false",
 		"--resync-interval", opts.ResyncInterval.String(),
-	}
+	)
 	logFile, err := os.Create(opts.LogPath)
 	if err != nil {
 		return nil, fmt.Errorf("create operator log: %w", err)
@@ -91,7 +100,7 @@ func StartOperator(ctx context.Context, opts OperatorOptions) (*Operator, error)
 		logFile.Close()
 		return nil, fmt.Errorf("start the operator: %w", err)
 	}
-	op := &Operator{opts: opts, cmd: cmd, metricsURL: "http://" + addr + "/metrics", done: make(chan struct{})}
+	op := &Operator{opts: opts, cmd: cmd, args: args, metricsURL: "http://" + addr + "/metrics", done: make(chan struct{})}
 	go func() {
 		op.waitErr = cmd.Wait()
 		logFile.Close()
@@ -144,6 +153,9 @@ func (o *Operator) MetricsURL() string { return o.metricsURL }
 
 // LogPath is where the operator's output goes.
 func (o *Operator) LogPath() string { return o.opts.LogPath }
+
+// Args are the arguments the operator was started with.
+func (o *Operator) Args() []string { return o.args }
 
 // PID is the operator's process id.
 func (o *Operator) PID() int { return o.cmd.Process.Pid }

@@ -1,9 +1,11 @@
 // Package story walks the `make run` demo: a running payload-applier
 // operator takes a cluster through the releases in examples/payloads,
-// installing 1.0.0, removing a component in 1.0.1 while a finalizer holds
-// one of its objects, refusing the minor update 1.1.0 until that delete is
-// done, and then accepting it. The story acts only the way a person or
-// another operator would: it sets spec.desiredUpdate, reports the gadget
+// published as signed release images (Publish), installing 1.0.0,
+// refusing an unsigned 1.0.1, removing a component in the signed 1.0.1
+// while a finalizer holds one of its objects, refusing the minor update
+// 1.1.0 until that delete is done, and then accepting it. The story acts
+// only the way a person or another operator would: it sets
+// spec.desiredUpdate to an image by digest, reports the gadget
 // ClusterOperator's status and removes the Gadget's finalizer. Everything
 // else is the operator's doing, and the story prints `payload-applier
 // status` at each step.
@@ -43,6 +45,9 @@ const (
 	StepOperatorUp Step = iota
 	// StepInstalled: 1.0.0 is Completed, the gadget component with it.
 	StepInstalled
+	// StepUnsignedRefused: the unsigned 1.0.1 is refused
+	// (ImageVerificationFailed) and nothing of it applied.
+	StepUnsignedRefused
 	// StepDeletePending: 1.0.1 is Completed; the Gadget is terminating,
 	// held by its finalizer, and Upgradeable is False.
 	StepDeletePending
@@ -59,6 +64,8 @@ func (s Step) String() string {
 		return "operator up"
 	case StepInstalled:
 		return "1.0.0 installed"
+	case StepUnsignedRefused:
+		return "unsigned 1.0.1 refused"
 	case StepDeletePending:
 		return "1.0.1 completed, gadget delete pending"
 	case StepMinorRefused:
@@ -69,8 +76,11 @@ func (s Step) String() string {
 	return fmt.Sprintf("Step(%d)", int(s))
 }
 
-// Options configure Run. Kubeconfig and CLI are required.
+// Options configure Run. Kubeconfig, CLI and Releases are required.
 type Options struct {
+	// Releases are the images the story requests; their signatures are
+	// in the cluster (Releases.ApplySignatures).
+	Releases *Releases
 	// Kubeconfig reaches the cluster as an administrator.
 	Kubeconfig string
 	// CLI is the payload-applier binary whose `status` the story prints.
@@ -98,11 +108,11 @@ type story struct {
 	start time.Time
 }
 
-// Run walks the story against a cluster where an operator runs over
-// examples/payloads. It returns nil once 1.1.0 is Completed.
+// Run walks the story against a cluster where an operator can pull
+// Releases. It returns nil once 1.1.0 is Completed.
 func Run(ctx context.Context, opts Options) error {
-	if opts.Kubeconfig == "" || opts.CLI == "" {
-		return errors.New("story: Options.Kubeconfig and Options.CLI are required")
+	if opts.Kubeconfig == "" || opts.CLI == "" || opts.Releases == nil {
+		return errors.New("story: Options.Kubeconfig, Options.CLI and Options.Releases are required")
 	}
 	if opts.Out == nil {
 		opts.Out = io.Discard
@@ -122,7 +132,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	s := &story{opts: opts, c: c, out: opts.Out, start: time.Now()}
-	for _, step := range []func(context.Context) error{s.operatorUp, s.install, s.removeGadget, s.refuseMinor, s.finishCleanup} {
+	for _, step := range []func(context.Context) error{s.operatorUp, s.install, s.refuseUnsigned, s.removeGadget, s.refuseMinor, s.finishCleanup} {
 		if err := step(ctx); err != nil {
 			return err
 		}
@@ -140,15 +150,16 @@ func (s *story) operatorUp(ctx context.Context) error {
 		func(cv *configv1.ClusterVersion) bool { return len(cv.Status.Conditions) > 0 }); err != nil {
 		return err
 	}
-	s.say("payload-applier start runs as the cluster-version operator, reading the releases in examples/payloads. " +
-		"It created the ClusterVersion \"version\", where it reports, and waits for someone to request a release.")
+	s.say("payload-applier start runs as the cluster-version operator. It created the ClusterVersion \"version\", where it reports, " +
+		"and waits for someone to request a release. It pulls each release image into its --release-cache.")
 	return s.checkpoint(ctx, StepOperatorUp)
 }
 
 func (s *story) install(ctx context.Context) error {
-	s.title("Step 1 of 4: install release " + ReleaseInstall)
-	s.say("Requesting %s: the demo sets spec.desiredUpdate.version on the ClusterVersion, as `oc adm upgrade --to` would.", ReleaseInstall)
-	if err := s.c.requestRelease(ctx, ReleaseInstall); err != nil {
+	s.title("Step 1 of 5: install release " + ReleaseInstall)
+	s.say("Requesting %s: the demo sets spec.desiredUpdate.image on the ClusterVersion to %s, as `oc adm upgrade --to-image` would. "+
+		"As in OpenShift, the installed release is not verified: no release runs yet whose keys could verify it.", ReleaseInstall, s.image(ReleaseInstall))
+	if err := s.c.requestRelease(ctx, ReleaseInstall, s.image(ReleaseInstall)); err != nil {
 		return err
 	}
 	if err := s.waitFor(ctx, "the operator to create ClusterOperator "+gadgetOperator, func(ctx context.Context) (bool, string, error) {
@@ -173,10 +184,10 @@ func (s *story) install(ctx context.Context) error {
 }
 
 func (s *story) removeGadget(ctx context.Context) error {
-	s.title("Step 2 of 4: update to " + ReleaseRemove + ", which removes the gadget component")
+	s.title("Step 3 of 5: update to the signed " + ReleaseRemove + ", which removes the gadget component")
 	s.say("%s no longer ships the gadget component: its manifests keep their file names and carry release.openshift.io/delete: \"true\". "+
 		"The operator deletes them in reverse order, ClusterOperator first and namespace last, each once the one before it is gone.", ReleaseRemove)
-	if err := s.c.requestRelease(ctx, ReleaseRemove); err != nil {
+	if err := s.c.requestRelease(ctx, ReleaseRemove, s.image(ReleaseRemove)); err != nil {
 		return err
 	}
 	terminating := false
@@ -190,21 +201,48 @@ func (s *story) removeGadget(ctx context.Context) error {
 		if err != nil {
 			return false, "", err
 		}
-		done := terminating && completed(cv, ReleaseRemove) &&
+		done := terminating && completed(cv, ReleaseRemove) && cv.Status.History[0].Verified &&
 			hasCondition(cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonDeletionInProgress)
 		return done, fmt.Sprintf("Gadget terminating=%t; %s", terminating, describe(cv)), nil
 	}); err != nil {
 		return err
 	}
-	s.say("The update is Completed, because deletes never hold an update back. The Gadget is terminating, but its finalizer keeps it, " +
+	s.say("The update is verified and Completed, because deletes never hold an update back. The Gadget is terminating, but its finalizer keeps it, " +
 		"so the deletes after it wait and Upgradeable=False (ResourceDeletionInProgress). The Deletes table is the operator's ledger, " +
 		"ConfigMap payload-applier-delete-ledger in openshift-cluster-version.")
 	return s.checkpoint(ctx, StepDeletePending)
 }
 
+func (s *story) refuseUnsigned(ctx context.Context) error {
+	s.title("Step 2 of 5: request an unsigned " + ReleaseRemove)
+	s.say("Someone asks for %s, an image of %s that was built outside the release process and never signed. "+
+		"The release the cluster runs carries the verification ConfigMap, so its key must have signed the image's digest: "+
+		"the operator looks for a signature in openshift-config-managed, then in the release's signature store.",
+		s.opts.Releases.Unsigned, ReleaseRemove)
+	if err := s.c.requestRelease(ctx, ReleaseRemove, s.opts.Releases.Unsigned); err != nil {
+		return err
+	}
+	if _, err := s.waitForClusterVersion(ctx, "the operator to refuse the unsigned "+ReleaseRemove, func(cv *configv1.ClusterVersion) bool {
+		return hasCondition(cv, operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+	}); err != nil {
+		return err
+	}
+	exists, err := s.c.configMapExists(ctx, "demo-config", UnsignedMarker)
+	if err != nil {
+		return err
+	}
+	if exists {
+		return fmt.Errorf("ConfigMap demo-config/%s of the unsigned image exists: the operator applied a release it refused", UnsignedMarker)
+	}
+	s.say("No signature: ReleaseAccepted=False (ImageVerificationFailed), and nothing of the image was applied "+
+		"(its ConfigMap demo-config/%s does not exist). The cluster stays on %s. The administrator asks for the signed image instead.",
+		UnsignedMarker, ReleaseInstall)
+	return s.checkpoint(ctx, StepUnsignedRefused)
+}
+
 func (s *story) refuseMinor(ctx context.Context) error {
-	s.title("Step 3 of 4: request the minor update " + ReleaseMinor + " while the delete is pending")
-	if err := s.c.requestRelease(ctx, ReleaseMinor); err != nil {
+	s.title("Step 4 of 5: request the minor update " + ReleaseMinor + " while the delete is pending")
+	if err := s.c.requestRelease(ctx, ReleaseMinor, s.image(ReleaseMinor)); err != nil {
 		return err
 	}
 	if _, err := s.waitForClusterVersion(ctx, "the operator to refuse "+ReleaseMinor, func(cv *configv1.ClusterVersion) bool {
@@ -213,14 +251,14 @@ func (s *story) refuseMinor(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	s.say("%s is a minor update and Upgradeable=False blocks minor updates, so the operator refuses it: ReleaseAccepted=False (PreconditionChecks). "+
+	s.say("%s is signed, but it is a minor update and Upgradeable=False blocks minor updates, so the operator refuses it: ReleaseAccepted=False (PreconditionChecks). "+
 		"The cluster stays on %s; a z-stream update such as 1.0.2 would still go ahead. The request stays, and every pass checks it again.",
 		ReleaseMinor, ReleaseRemove)
 	return s.checkpoint(ctx, StepMinorRefused)
 }
 
 func (s *story) finishCleanup(ctx context.Context) error {
-	s.title("Step 4 of 4: the gadget controller finishes its cleanup")
+	s.title("Step 5 of 5: the gadget controller finishes its cleanup")
 	g, err := s.c.gadget(ctx)
 	if err != nil {
 		return err
@@ -248,11 +286,12 @@ func (s *story) finishCleanup(ctx context.Context) error {
 	}
 	s.say("The Gadget is gone. Within seconds the operator sees it and deletes the rest of the component: the Deployment, the RBAC, the CRD, then the namespace.")
 	if _, err := s.waitForClusterVersion(ctx, "every delete to finish and release "+ReleaseMinor+" to complete", func(cv *configv1.ClusterVersion) bool {
-		return completed(cv, ReleaseMinor) && hasCondition(cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, "")
+		return completed(cv, ReleaseMinor) && cv.Status.History[0].Verified && hasCondition(cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, "")
 	}); err != nil {
 		return err
 	}
-	s.say("Every delete is done, so Upgradeable=True, and the operator accepted the %s request it had refused and applied it.", ReleaseMinor)
+	s.say("Every delete is done, so Upgradeable=True, and the operator accepted the %s request it had refused and applied it. "+
+		"Its history entry says verified: the signature of its digest was checked with the keys of %s.", ReleaseMinor, ReleaseRemove)
 	if err := s.checkpointStatus(ctx); err != nil {
 		return err
 	}
@@ -268,6 +307,9 @@ func (s *story) finishCleanup(ctx context.Context) error {
 	}
 	return s.afterStep(ctx, StepMinorCompleted)
 }
+
+// image is the signed image of version, by digest.
+func (s *story) image(version string) string { return s.opts.Releases.Signed[version] }
 
 // checkpoint prints the status and hands the step to AfterStep.
 func (s *story) checkpoint(ctx context.Context, step Step) error {
