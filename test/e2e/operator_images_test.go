@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
@@ -28,6 +29,27 @@ func (o *testOperator) requestImage(t *testing.T, image string, force bool) {
 	}
 }
 
+// verifierManifest is the verification ConfigMap, as a release carries it,
+// that trusts key; it makes sure the namespace signatures are read from
+// exists, and deletes the ConfigMap, once applied, when the test ends.
+func verifierManifest(t *testing.T, admin kubernetes.Interface, key *signaturetest.Key) []byte {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: signature.SignaturesNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	verifier := signaturetest.VerifierFor(t, []string{"http://127.0.0.1:1"}, key)
+	verifier.Name = uniqueName(t, "release-verification")
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ConfigMaps(verifier.Namespace).Delete(context.Background(), verifier.Name, metav1.DeleteOptions{})
+	})
+	manifest, err := signature.Manifest(verifier)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return manifest
+}
+
 // TestOperatorUpdatesByImage: installed from a directory whose release
 // carries the verification ConfigMap, the operator updates by digest
 // through spec.desiredUpdate.image once the update's signature is in
@@ -36,22 +58,10 @@ func (o *testOperator) requestImage(t *testing.T, image string, force bool) {
 // registry's message for a missing image; and after a restart reconciles
 // from its cache without pulling.
 func TestOperatorUpdatesByImage(t *testing.T) {
-	ctx := context.Background()
 	admin := newClients(t).kube
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: signature.SignaturesNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	ns := testCluster.CreateNamespace(t)
 	key := signaturetest.MakeKey(t, "release", "")
-	verifier := signaturetest.VerifierFor(t, []string{"http://127.0.0.1:1"}, key)
-	verifier.Name = uniqueName(t, "release-verification")
-	t.Cleanup(func() {
-		_ = admin.CoreV1().ConfigMaps(verifier.Namespace).Delete(context.Background(), verifier.Name, metav1.DeleteOptions{})
-	})
-	verifierYAML, err := signature.Manifest(verifier)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verifierYAML := verifierManifest(t, admin, key)
 	store := writeStore(t, map[string]map[string]string{"1.0.0": {
 		"0000_20_demo_00_a.yaml":                         configMap(ns, "a", "1"),
 		"0000_90_release-verification_00_configmap.yaml": string(verifierYAML),
@@ -140,23 +150,11 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 // an image on a registry nobody answers for are each refused with the
 // CVO's reason, and none of their objects is written.
 func TestOperatorInstallsByImageAndRefusesWhatItCannotTrust(t *testing.T) {
-	ctx := context.Background()
 	admin := newClients(t).kube
-	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: signature.SignaturesNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
 	ns := testCluster.CreateNamespace(t)
 	trusted := signaturetest.MakeKey(t, "release", "")
 	stranger := signaturetest.MakeKey(t, "stranger", "")
-	verifier := signaturetest.VerifierFor(t, []string{"http://127.0.0.1:1"}, trusted)
-	verifier.Name = uniqueName(t, "release-verification")
-	t.Cleanup(func() {
-		_ = admin.CoreV1().ConfigMaps(verifier.Namespace).Delete(context.Background(), verifier.Name, metav1.DeleteOptions{})
-	})
-	verifierYAML, err := signature.Manifest(verifier)
-	if err != nil {
-		t.Fatal(err)
-	}
+	verifierYAML := verifierManifest(t, admin, trusted)
 	reg := releaseimagetest.NewRegistry(t)
 	cache := t.TempDir()
 	op := newOperatorOn(t, &operator.DirStore{Root: t.TempDir()}, uniqueName(t, "installimage"), ns, nil, nil, func(c *operator.Config) {
