@@ -144,8 +144,13 @@ type unusable struct {
 }
 
 func (s unusable) Signatures(ctx context.Context, _, _ string, fn store.Callback) error {
-	_, err := fn(ctx, nil, fmt.Errorf("%s not used: %w", s.where, s.err))
-	return err
+	why := fmt.Errorf("%s not used: %w", s.where, s.err)
+	// Returned as well: library-go's parallel store may finish before it
+	// reads an answer given through fn, but it keeps a store's error.
+	if _, err := fn(ctx, nil, why); err != nil {
+		return err
+	}
+	return why
 }
 
 func (s unusable) String() string { return s.where + " (not used)" }
