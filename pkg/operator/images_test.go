@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -64,19 +65,24 @@ func (c *imageCluster) publish(t *testing.T, version, name string) string {
 	return c.registry.Publish(t, payloadtest.WriteRelease(t, t.TempDir(), version, nil, map[string]string{"0000_50_demo_00_" + name + ".yaml": configMapManifest(name)}))
 }
 
-// sign stores key's signature of image in a signature ConfigMap.
-func (c *imageCluster) sign(t *testing.T, image string) {
+// signatureOf is key's signature of image.
+func (c *imageCluster) signatureOf(t *testing.T, image string) []byte {
 	t.Helper()
 	entity, err := signature.ReadSigningKey(c.key.Secret, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest := imageDigest(image)
-	sig, err := signature.Sign(entity, signature.Claim{Identity: image, Digest: digest})
+	sig, err := signature.Sign(entity, signature.Claim{Identity: image, Digest: imageDigest(image)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm, err := signature.AddToConfigMap(nil, digest, sig)
+	return sig
+}
+
+// sign stores key's signature of image in a signature ConfigMap.
+func (c *imageCluster) sign(t *testing.T, image string) {
+	t.Helper()
+	cm, err := signature.AddToConfigMap(nil, imageDigest(image), c.signatureOf(t, image))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,5 +292,35 @@ func TestABlackHoledRegistryNeverStallsASync(t *testing.T) {
 	cv = c.clusterVersion(t)
 	if h := cv.Status.History[0]; h.Version != "1.0.1" || !h.Verified || !c.exists("held") {
 		t.Errorf("history[0] = %+v; want 1.0.1 applied and verified once the registry answered", h)
+	}
+}
+
+// spec.signatureStores replaces the running release's stores, and a change
+// of it builds the verifier again: an update signed only in an admin's own
+// store is refused until the spec names that store.
+func TestSpecSignatureStoresReplaceTheReleasesAndRebuildTheVerifier(t *testing.T) {
+	c := newImageCluster(t)
+	image := c.publish(t, "1.0.1", "custom")
+	dir := t.TempDir()
+	if _, err := signature.WriteToStore(dir, imageDigest(image), c.signatureOf(t, image)); err != nil {
+		t.Fatal(err)
+	}
+	store := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(store.Close)
+
+	c.requestImage(t, image, "", false)
+	c.sync(t)
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonImageVerificationFailed, "the release's stores http://127.0.0.1:1")
+	c.wantStillOn100(t, "custom")
+
+	cv := c.clusterVersion(t)
+	cv.Spec.SignatureStores = []configv1.SignatureStore{{URL: store.URL}}
+	if _, err := c.config.ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.clock.Step(retrieveBackoff)
+	c.sync(t)
+	if h := c.clusterVersion(t).Status.History[0]; h.Version != "1.0.1" || h.State != configv1.CompletedUpdate || !h.Verified {
+		t.Errorf("history[0] = %+v; want 1.0.1 completed and verified through spec.signatureStores", h)
 	}
 }
