@@ -68,15 +68,7 @@ func (c *imageCluster) publish(t *testing.T, version, name string) string {
 // signatureOf is key's signature of image.
 func (c *imageCluster) signatureOf(t *testing.T, image string) []byte {
 	t.Helper()
-	entity, err := signature.ReadSigningKey(c.key.Secret, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signature.Sign(entity, signature.Claim{Identity: image, Digest: imageDigest(image)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sig
+	return c.key.Sign(t, signature.Claim{Identity: image, Digest: imageDigest(image)})
 }
 
 // sign stores key's signature of image in a signature ConfigMap.

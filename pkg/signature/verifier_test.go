@@ -40,15 +40,7 @@ var (
 // made as `release sign` makes it.
 func signedBy(t testing.TB, k *signaturetest.Key, digest string) []byte {
 	t.Helper()
-	key, err := signature.ReadSigningKey(k.Secret, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signature.Sign(key, signature.Claim{Identity: "quay.io/example/release", Digest: digest, Creator: "test", Time: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sig
+	return k.Sign(t, signature.Claim{Identity: "quay.io/example/release", Digest: digest, Creator: "test", Time: time.Now()})
 }
 
 // trace records, in order, what the signature sources were asked.
@@ -571,14 +563,7 @@ func TestSignatureFromRealGPGVerifies(t *testing.T) {
 func TestGPGVerifiesWhatSignWrites(t *testing.T) {
 	alice := signaturetest.MakeKey(t, "alice", "")
 	claim := signature.Claim{Identity: "quay.io/example/release", Digest: digestA, Creator: "test", Time: time.Now().Truncate(time.Second)}
-	key, err := signature.ReadSigningKey(alice.Secret, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signature.Sign(key, claim)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sig := alice.Sign(t, claim)
 	verifier := signaturetest.NewHome(t)
 	signaturetest.GPG(t, verifier, alice.Public, "--import")
 	path := filepath.Join(t.TempDir(), "signature-1")

@@ -76,14 +76,7 @@ func TestReleaseSignatureConfigMapsOnTheAPIServer(t *testing.T) {
 func createSignatureConfigMap(t *testing.T, kube kubernetes.Interface, k *signaturetest.Key, digest string) {
 	t.Helper()
 	ctx := context.Background()
-	key, err := signature.ReadSigningKey(k.Secret, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, err := signature.Sign(key, signature.Claim{Identity: "quay.io/example/release", Digest: digest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sig := k.Sign(t, signature.Claim{Identity: "quay.io/example/release", Digest: digest})
 	cm, err := signature.AddToConfigMap(nil, digest, sig)
 	if err != nil {
 		t.Fatal(err)

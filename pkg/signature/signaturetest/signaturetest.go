@@ -109,6 +109,21 @@ func (k *Key) GPGSign(t testing.TB, body []byte) []byte {
 	return GPG(t, k.Home, body, "--passphrase", "", "--local-user", k.Fingerprint, "--sign", "--output", "-")
 }
 
+// Sign signs claim with k as `release sign` does. k must have no
+// passphrase.
+func (k *Key) Sign(t testing.TB, claim signature.Claim) []byte {
+	t.Helper()
+	key, err := signature.ReadSigningKey(k.Secret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := signature.Sign(key, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
 // Release loads a release whose only manifest is cm, the way the
 // operator loads one, and fails t when that does not work.
 func Release(t testing.TB, cm *corev1.ConfigMap) *payload.Release {
