@@ -313,10 +313,8 @@ func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.Clus
 // imageFor is where rel was read from: the image its source names, or its
 // directory.
 func (o *Operator) imageFor(rel *payload.Release) string {
-	if src, ok := o.cfg.Releases.(releaseImager); ok {
-		if image := src.ImageOf(rel.Version); image != "" {
-			return image
-		}
+	if image := o.sourceImage(rel.Version); image != "" {
+		return image
 	}
 	if rel.Dir == "" {
 		return ""

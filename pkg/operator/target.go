@@ -212,8 +212,16 @@ func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersi
 // sourceHasImage says whether the release source itself holds d, as
 // `apply` holds the release image it was given.
 func (o *Operator) sourceHasImage(d configv1.Release) bool {
-	src, ok := o.cfg.Releases.(releaseImager)
-	return ok && src.ImageOf(d.Version) == d.Image
+	return d.Image != "" && o.sourceImage(d.Version) == d.Image
+}
+
+// sourceImage is the image the release source read version from, "" when
+// it names none.
+func (o *Operator) sourceImage(version string) string {
+	if src, ok := o.cfg.Releases.(releaseImager); ok {
+		return src.ImageOf(version)
+	}
+	return ""
 }
 
 // keepRelease keeps rel, loaded unfiltered, under key: a version or an
