@@ -34,6 +34,8 @@ type planOptions struct {
 	payloadDir, kubeconfig, namespace string
 	registry                          registryFlags
 	mode, output, profile             string
+	// load are the filters the payload was loaded with.
+	load payload.LoadOptions
 }
 
 const planLong = `Plan shows what applying a release payload would do, and in which order,
@@ -128,9 +130,8 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	loadOpts := payload.DefaultLoadOptions()
-	loadOpts.Profile = &o.profile
-	loadOpts.EnabledFeatureGates = payload.DefaultFeatureGates(o.profile)
+	loadOpts := payload.ProfileLoadOptions(o.profile)
+	o.load = loadOpts
 	dir, err := o.registry.payloadDir(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
@@ -210,6 +211,9 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 	e, cc, err := liveClients(cfg, opts.Self)
 	if err != nil {
 		return nil, planAcceptance{}, err
+	}
+	if rel, err = liveInclusion(ctx, cc, rel, o.load); err != nil {
+		return nil, planAcceptance{}, planFailed(cfg.Host, err)
 	}
 	return planAgainst(ctx, cfg.Host, cc, e, rel, opts)
 }
