@@ -74,6 +74,9 @@ preconditions and says whether the payload would be accepted as an update of
 the cluster's current release, and if not, why ("acceptance" in JSON; it is
 not checked offline, in other modes, or when the payload is already the
 cluster's target; before a release has completed, an install's checks run).
+Against a cluster the payload is filtered with the feature set and enabled
+feature gates of the cluster's FeatureGate "cluster", as the operator does;
+--profile stays the profile.
 Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
 server-side apply with dryRun=All, which the apiserver does not persist.
 

@@ -65,7 +65,13 @@ the cluster's version, or from --update-graph, to fill
 status.availableUpdates, set RetrievedUpdates and ReleaseDeprecated, and
 refuse updates to deprecated releases. The graph is read beside the
 syncs, every --update-graph-refresh and as soon as the upstream, channel
-or version changes: a sync never waits for it and uses the last answer.`,
+or version changes: a sync never waits for it and uses the last answer.
+
+Manifests are included for --profile (default $CLUSTER_PROFILE), without
+those --exclude-manifests (default $EXCLUDE_MANIFESTS) excludes, and for the
+feature set and feature gates of the cluster's FeatureGate "cluster", read
+every pass and watched; a new feature set restarts the sync. Without a
+FeatureGate, the Default feature set and its gates apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
