@@ -157,7 +157,7 @@ func TestSyncFollowsTheFeatureGate(t *testing.T) {
 	if got := applied(); got != "default-only,gated,plain" {
 		t.Fatalf("with ExampleGate: %s", got)
 	}
-	drainEvents(c)
+	c.takeEvents()
 	if len(c.op.releases) == 0 {
 		t.Fatal("no release cached")
 	}
@@ -169,7 +169,7 @@ func TestSyncFollowsTheFeatureGate(t *testing.T) {
 	if got := applied(); got != "gated,plain,techpreview" {
 		t.Fatalf("TechPreviewNoUpgrade: %s", got)
 	}
-	if !slices.ContainsFunc(drainEvents(c), func(e string) bool {
+	if !slices.ContainsFunc(c.takeEvents(), func(e string) bool {
 		return strings.Contains(e, EventFeatureSetChanged) && strings.Contains(e, `FeatureSet was "", but the current feature set is "TechPreviewNoUpgrade"`)
 	}) {
 		t.Error("no FeatureSetChanged Event")
@@ -180,17 +180,5 @@ func TestSyncFollowsTheFeatureGate(t *testing.T) {
 	}
 	if got := applied(); got != "default-only,plain,without-gate" {
 		t.Fatalf("FeatureGate gone: %s", got)
-	}
-}
-
-func drainEvents(c *fakeCluster) []string {
-	var out []string
-	for {
-		select {
-		case e := <-c.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
 	}
 }

@@ -3,7 +3,7 @@ package e2e
 import (
 	"context"
 	"os"
-	gosync "sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,19 +112,8 @@ func TestFeatureSetFromFeatureGate(t *testing.T) {
 			present("plain"), present("without-gate"), present("techpreview"), present("gated"))
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg gosync.WaitGroup
-	wg.Add(1)
-	var runErr error
-	go func() {
-		defer wg.Done()
-		// Only a FeatureGate change wakes it within the test.
-		runErr = op.Run(ctx, operator.RunOptions{ResyncInterval: 10 * time.Minute})
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	// Only a FeatureGate change wakes it within the test.
+	running := runInBackground(t, op, operator.RunOptions{ResyncInterval: 10 * time.Minute})
 
 	t.Log("TechPreviewNoUpgrade with ExampleGate for 1.0.0: the watch wakes the operator")
 	// Let Run's first pass end and start the watch: with a resync of 10
@@ -132,6 +121,18 @@ func TestFeatureSetFromFeatureGate(t *testing.T) {
 	time.Sleep(3 * time.Second)
 	setFeatureGate(t, fgName, configv1.TechPreviewNoUpgrade, "1.0.0", "ExampleGate")
 	waitFor(t, "the TechPreview and gated manifests", time.Minute, func() bool { return present("techpreview") && present("gated") })
+	waitFor(t, "the FeatureSetChanged Event", time.Minute, func() bool {
+		events, err := c.kube.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			if e.Reason == operator.EventFeatureSetChanged && strings.Contains(e.Message, `"TechPreviewNoUpgrade"; restarting the sync`) {
+				return true
+			}
+		}
+		return false
+	})
 
 	t.Log("the config operator drops ExampleGate: the gated manifest is left out again")
 	if err := c.kube.CoreV1().ConfigMaps(ns).Delete(context.Background(), "without-gate", metav1.DeleteOptions{}); err != nil {
@@ -154,9 +155,50 @@ func TestFeatureSetFromFeatureGate(t *testing.T) {
 	if !present("techpreview") {
 		t.Fatal("the TechPreview manifest is gone")
 	}
-	cancel()
-	wg.Wait()
-	if runErr != nil {
-		t.Fatalf("Run: %v", runErr)
+	running.stop(t)
+}
+
+// running is an operator's Run in the background.
+type running struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// runInBackground starts op.Run; the test's cleanup stops it if the test
+// does not.
+func runInBackground(t *testing.T, op *testOperator, opts operator.RunOptions) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- op.Run(ctx, opts) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-r.done:
+		case <-time.After(time.Minute):
+		}
+	})
+	return r
+}
+
+// requireServing fails if Run returned before being stopped.
+func (r *running) requireServing(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		t.Fatalf("Run returned while serving: %v", err)
+	default:
 	}
+}
+
+// stop ends Run and fails unless it returned cleanly.
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.requireServing(t)
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	r.done <- nil
 }

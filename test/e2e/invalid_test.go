@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"strings"
-	gosync "sync"
 	"testing"
 	"time"
 
@@ -27,18 +26,7 @@ func TestInvalidClusterVersion(t *testing.T) {
 		t.Fatalf("install: %+v", out)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg gosync.WaitGroup
-	wg.Add(1)
-	ran := make(chan error, 1)
-	go func() {
-		defer wg.Done()
-		ran <- op.Run(ctx, operator.RunOptions{ResyncInterval: 10 * time.Minute})
-	}()
-	defer func() {
-		cancel()
-		wg.Wait()
-	}()
+	running := runInBackground(t, op, operator.RunOptions{ResyncInterval: 10 * time.Minute})
 	editSpec := func(edit func(*configv1.ClusterVersionSpec)) {
 		t.Helper()
 		cvs := op.config.ConfigV1().ClusterVersions()
@@ -112,14 +100,5 @@ func TestInvalidClusterVersion(t *testing.T) {
 	})
 	requireCondition(t, op.clusterVersion(t), configv1.OperatorProgressing, configv1.ConditionFalse, "")
 
-	select {
-	case err := <-ran:
-		t.Fatalf("Run returned while serving: %v", err)
-	default:
-	}
-	cancel()
-	wg.Wait()
-	if err := <-ran; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	running.stop(t)
 }
