@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -142,4 +143,26 @@ func TestProgressingWhileInvalid(t *testing.T) {
 			t.Errorf("%q → %s %q, want %s %q", tc.in.Message, c.Reason, c.Message, tc.reason, tc.message)
 		}
 	}
+}
+
+// TestSyncWithOnlyAnInvalidRequest: with no release yet, an empty
+// desiredUpdate is Invalid and, being no request, leaves Failing at
+// NoDesiredUpdate; nothing is applied.
+func TestSyncWithOnlyAnInvalidRequest(t *testing.T) {
+	c := newFakeCluster(t, &DirStore{Root: t.TempDir()}, "")
+	out, err := c.op.Sync(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Result != nil || len(out.Invalid) != 1 {
+		t.Fatalf("outcome %+v", out)
+	}
+	cv, err := c.config.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantCondition(t, cv, ConditionInvalid, configv1.ConditionTrue, ReasonInvalidClusterVersion, "spec.desiredUpdate: Required value")
+	wantCondition(t, cv, ConditionFailing, configv1.ConditionTrue, ReasonNoDesiredUpdate, "No release is requested")
+	// That the spec stays as the admin wrote it needs the status
+	// subresource, which the fake lacks: TestInvalidClusterVersion (e2e).
 }
