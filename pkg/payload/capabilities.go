@@ -152,3 +152,27 @@ func joinErr(a, b error) error {
 	}
 	return fmt.Errorf("%w; %w", a, b)
 }
+
+// WithCapabilities returns r with the manifests caps does not include
+// moved to Skipped, as the capability filter of Filter would. Unlike
+// Filter it keeps r's other filters, whatever they were, so it composes
+// with them; it only narrows, so r must be filtered with every capability
+// it may keep enabled (DefaultLoadOptions enables every known one). r is
+// not changed.
+func (r *Release) WithCapabilities(caps *configv1.ClusterVersionCapabilitiesStatus) *Release {
+	out := *r
+	out.Manifests = nil
+	out.Skipped = slices.Clone(r.Skipped)
+	for _, m := range r.Manifests {
+		c := *m
+		if err := c.Include(nil, nil, nil, caps, nil); err != nil {
+			c.Index = -1
+			out.Skipped = append(out.Skipped, Skipped{Manifest: &c, Reason: err.Error(), Filter: FilterCapability})
+			continue
+		}
+		c.Index = len(out.Manifests)
+		out.Manifests = append(out.Manifests, &c)
+	}
+	slices.SortStableFunc(out.Skipped, func(a, b Skipped) int { return a.Manifest.seq - b.Manifest.seq })
+	return &out
+}

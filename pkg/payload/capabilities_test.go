@@ -266,3 +266,41 @@ func sorted(c capList) capList {
 	}
 	return out
 }
+
+// WithCapabilities narrows a filtered release as Filter would with the
+// same capabilities, on the real payload.
+func TestWithCapabilitiesMatchesFilter(t *testing.T) {
+	all, _, err := LoadAll(ocpRealDir)
+	if err != nil {
+		t.Skipf("%s: %v", filepath.Base(ocpRealDir), err)
+	}
+	base := all.Filter(DefaultLoadOptions())
+	for _, set := range []configv1.ClusterVersionCapabilitySet{configv1.ClusterVersionCapabilitySetNone, configv1.ClusterVersionCapabilitySet4_11, configv1.ClusterVersionCapabilitySetCurrent} {
+		caps, err := ResolveCapabilities(&configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: set}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := DefaultLoadOptions()
+		opts.Capabilities = caps.Status()
+		want := all.Filter(opts)
+		got := base.WithCapabilities(caps.Status())
+		if len(got.Manifests) != len(want.Manifests) || len(got.Skipped) != len(want.Skipped) {
+			t.Fatalf("%s: %d kept, %d skipped; Filter keeps %d and skips %d", set, len(got.Manifests), len(got.Skipped), len(want.Manifests), len(want.Skipped))
+		}
+		for i, m := range got.Manifests {
+			if m.Position() != want.Manifests[i].Position() || m.Index != i {
+				t.Fatalf("%s: manifest %d is %s (index %d), Filter's is %s", set, i, m.Position(), m.Index, want.Manifests[i].Position())
+			}
+		}
+		for i, s := range got.Skipped {
+			w := want.Skipped[i]
+			if s.Manifest.Position() != w.Manifest.Position() || s.Filter != w.Filter || s.Reason != w.Reason {
+				t.Fatalf("%s: skipped %d is %s (%s: %s), Filter's is %s (%s: %s)", set, i, s.Manifest.Position(), s.Filter, s.Reason, w.Manifest.Position(), w.Filter, w.Reason)
+			}
+		}
+		t.Logf("%s: %d kept, %d skipped", set, len(got.Manifests), len(got.Skipped))
+	}
+	if len(base.Manifests) == 0 {
+		t.Fatal("nothing kept")
+	}
+}
