@@ -46,6 +46,15 @@ func configMapData(t testing.TB, c *clients, ns, name string) (string, bool) {
 	return cm.Data["key"], true
 }
 
+// requireCapabilityMetric fails unless cluster_version_capability{name}
+// is want.
+func requireCapabilityMetric(t testing.TB, metricsURL, name string, want float64) {
+	t.Helper()
+	if v := scrape(t, metricsURL, `cluster_version_capability\{name="`+name+`"\}`); v != want {
+		t.Errorf(`cluster_version_capability{name=%q} = %v, want %v`, name, v, want)
+	}
+}
+
 func requireEnabledCapabilities(t testing.TB, cv *configv1.ClusterVersion, want ...configv1.ClusterVersionCapability) {
 	t.Helper()
 	if got := cv.Status.Capabilities.EnabledCapabilities; !slices.Equal(got, want) {
@@ -82,12 +91,8 @@ func TestCapabilityDisabledInTheSpecStaysEnabled(t *testing.T) {
 	if _, ok := configMapData(t, c, ns, "build"); ok {
 		t.Fatal("the ConfigMap behind the disabled Build was applied")
 	}
-	if v := scrape(t, metricsURL, `cluster_version_capability\{name="Console"\}`); v != 1 {
-		t.Errorf(`cluster_version_capability{name="Console"} = %v, want 1`, v)
-	}
-	if v := scrape(t, metricsURL, `cluster_version_capability\{name="Build"\}`); v != 0 {
-		t.Errorf(`cluster_version_capability{name="Build"} = %v, want 0`, v)
-	}
+	requireCapabilityMetric(t, metricsURL, "Console", 1)
+	requireCapabilityMetric(t, metricsURL, "Build", 0)
 
 	t.Log("the spec drops Console; its ConfigMap, deleted meanwhile, is applied again")
 	op.setCapabilities(t, noCapabilitiesBut())
@@ -106,9 +111,7 @@ func TestCapabilityDisabledInTheSpecStaysEnabled(t *testing.T) {
 	if _, ok := configMapData(t, c, ns, "console"); !ok {
 		t.Error("the ConfigMap behind Console was not applied after the spec dropped Console")
 	}
-	if v := scrape(t, metricsURL, `cluster_version_capability\{name="Console"\}`); v != 1 {
-		t.Errorf(`cluster_version_capability{name="Console"} = %v after the spec dropped it, want 1`, v)
-	}
+	requireCapabilityMetric(t, metricsURL, "Console", 1)
 }
 
 func TestCapabilityImplicitlyEnabledByAnUpdate(t *testing.T) {
@@ -149,12 +152,8 @@ func TestCapabilityImplicitlyEnabledByAnUpdate(t *testing.T) {
 	if _, ok := configMapData(t, c, ns, "new"); ok {
 		t.Error("a new object behind the disabled Insights was applied")
 	}
-	if v := scrape(t, metricsURL, `cluster_version_capability\{name="Build"\}`); v != 1 {
-		t.Errorf(`cluster_version_capability{name="Build"} = %v, want 1`, v)
-	}
-	if v := scrape(t, metricsURL, `cluster_version_capability\{name="Insights"\}`); v != 0 {
-		t.Errorf(`cluster_version_capability{name="Insights"} = %v, want 0`, v)
-	}
+	requireCapabilityMetric(t, metricsURL, "Build", 1)
+	requireCapabilityMetric(t, metricsURL, "Insights", 0)
 
 	t.Log("the next pass keeps Build, and still says so")
 	op.sync(t)
