@@ -143,8 +143,8 @@ func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.
 	}
 	msg := where + "; the update would enable no capability implicitly: no object it puts behind a disabled capability exists on the cluster"
 	if len(would) > 0 {
-		msg = fmt.Sprintf("%s; %s, since the update puts objects the cluster holds behind them: %s",
-			where, operator.ImplicitlyEnabledMessage(would), boundedList(objects, 10))
+		msg = fmt.Sprintf("%s; the update would enable implicitly: %s, for it puts objects the cluster holds behind them: %s",
+			where, strings.Join(capNames(would), ", "), boundedList(objects, 10))
 		caps = caps.WithImplicit(would)
 	}
 	return rel.WithCapabilities(caps.Status()), newPlanCapabilities(caps, would, msg), nil

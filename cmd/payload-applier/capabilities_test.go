@@ -151,7 +151,7 @@ func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 		!slices.Equal(caps.ImplicitlyEnabled, []string{"Build", "Console"}) {
 		t.Errorf("capabilities %+v; want Console kept from status and Build previewed", caps)
 	}
-	if !strings.Contains(caps.Message, "The following capabilities could not be disabled: Build") || !strings.Contains(caps.Message, "ConfigMap/demo/moved") {
+	if !strings.Contains(caps.Message, "the update would enable implicitly: Build,") || !strings.Contains(caps.Message, "ConfigMap/demo/moved") {
 		t.Errorf("message %q does not name the capability and the object", caps.Message)
 	}
 	if names := kept(got); !slices.Equal(names, []string{"moved", "console", "plain"}) {

@@ -48,18 +48,12 @@ func implicitlyEnabledCondition(implicit []configv1.ClusterVersionCapability) co
 		return configv1.ClusterOperatorStatusCondition{Type: ConditionImplicitlyEnabledCapabilities, Status: configv1.ConditionFalse,
 			Reason: ReasonAsExpected, Message: "Capabilities match configured spec"}
 	}
-	return configv1.ClusterOperatorStatusCondition{Type: ConditionImplicitlyEnabledCapabilities, Status: configv1.ConditionTrue,
-		Reason: ReasonCapabilitiesImplicitlyEnabled, Message: ImplicitlyEnabledMessage(implicit)}
-}
-
-// ImplicitlyEnabledMessage is the CVO's message for capabilities that
-// could not be disabled.
-func ImplicitlyEnabledMessage(implicit []configv1.ClusterVersionCapability) string {
 	names := make([]string, len(implicit))
 	for i, c := range implicit {
 		names[i] = string(c)
 	}
-	return "The following capabilities could not be disabled: " + strings.Join(names, ", ")
+	return configv1.ClusterOperatorStatusCondition{Type: ConditionImplicitlyEnabledCapabilities, Status: configv1.ConditionTrue,
+		Reason: ReasonCapabilitiesImplicitlyEnabled, Message: "The following capabilities could not be disabled: " + strings.Join(names, ", ")}
 }
 
 // enableImplicitCapabilities runs when an update to target is accepted,
