@@ -36,6 +36,7 @@ type planOptions struct {
 	mode, output, profile             string
 	// load are the filters the payload was loaded with.
 	load payload.LoadOptions
+	caps capabilityFlags
 }
 
 const planLong = `Plan shows what applying a release payload would do, and in which order,
@@ -49,6 +50,19 @@ is a directory or a release image:
 
 The output lists the nodes of the apply graph that --mode builds, then the
 delete walk, then the manifests the inclusion filters skip.
+
+Capabilities filter as in the operator: a manifest annotated
+capability.openshift.io/name is kept only when each capability it names is
+enabled. Offline, --baseline-capability-set (default vCurrent) and each
+--capability name what is enabled. Against a cluster, the ClusterVersion
+"version" does, as the operator resolves it: its spec (the flags, when given,
+stand in for it) together with status.capabilities.enabledCapabilities, for a
+capability once enabled stays enabled. In update mode plan also previews the
+capabilities the update would enable implicitly: those in front of which the
+payload puts an object that exists on the cluster (the operator decides from
+the current release's manifests, which plan has not; an object created
+outside any release may make the preview say more than the operator will).
+Those capabilities count as enabled in the plan.
 
 Offline, the default, plan reads no cluster (not even the in-cluster config).
 Actions: apply (create or update), delete (a delete manifest, in update mode)
@@ -83,6 +97,8 @@ server-side apply with dryRun=All, which the apiserver does not persist.
 --output json is a stable contract:
   {"release": "<version>", "mode": "<mode>",
    "acceptance": {"checked": <bool>, "accepted": <bool>, "message": "..."},
+   "capabilities": {"enabled": [...], "implicitlyEnabled": [...],
+                    "wouldImplicitlyEnable": [...], "message": "..."},
    "nodes": [
     {"id": 0, "after": [<ids of the nodes that must finish first>],
      "tasks": [{"file": "...", "line": 1, "group": "...", "version": "...",
@@ -105,12 +121,13 @@ Exit codes: 0 the plan was made; 1 the cluster answered but a read failed;
 
 const planExample = `  payload-applier plan --payload release/
   payload-applier plan --payload release/ --mode install --output dot | dot -Tsvg > plan.svg
+  payload-applier plan --payload release/ --mode install --baseline-capability-set None --capability Console
   payload-applier plan --payload release/ --kubeconfig ~/.kube/config --output json`
 
 func newPlanCommand() *cobra.Command {
 	o := &planOptions{}
 	cmd := &cobra.Command{
-		Use:     "plan --payload DIR|IMAGE [--kubeconfig F] [--mode install|update|reconcile] [--output text|json|dot] [--profile P]",
+		Use:     "plan --payload DIR|IMAGE [--kubeconfig F] [--mode install|update|reconcile] [--output text|json|dot] [--profile P] [--baseline-capability-set S] [--capability C]...",
 		Short:   "Show what applying a payload would do, in order, without changing anything",
 		Long:    planLong,
 		Example: planExample,
@@ -125,6 +142,7 @@ func newPlanCommand() *cobra.Command {
 	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or dot (Graphviz)")
 	flags.StringVar(&o.profile, "profile", payload.DefaultClusterProfile, "cluster profile to filter for: "+strings.Join(payload.KnownProfiles, ", "))
 	o.registry.addPull(cmd)
+	o.caps.add(cmd)
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -149,18 +167,21 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 		return withExitCode(exitUsage, err)
 	}
 	var plan *apply.Plan
+	var caps planCapabilities
 	acceptance := planAcceptance{Message: "not checked offline"}
 	if cfg == nil {
+		rel, caps = o.caps.offlineCapabilities(rel)
 		plan = apply.PlanOffline(rel, opts)
 	} else {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
-		if plan, acceptance, err = o.planLive(ctx, cfg, rel, opts); err != nil {
+		if plan, acceptance, caps, err = o.planLive(ctx, cfg, rel, opts); err != nil {
 			return err
 		}
 	}
 	doc := newPlanDoc(plan)
 	doc.Acceptance = acceptance
+	doc.Capabilities = caps
 	w := cmd.OutOrStdout()
 	switch o.output {
 	case "json":
@@ -185,7 +206,7 @@ func (o *planOptions) validate() error {
 	if !slices.Contains(payload.KnownProfiles, o.profile) {
 		return withExitCode(exitUsage, fmt.Errorf("unknown --profile %q; known profiles are %s", o.profile, strings.Join(payload.KnownProfiles, ", ")))
 	}
-	return nil
+	return o.caps.validate()
 }
 
 // restConfig returns nil, for an offline plan, unless --kubeconfig or
@@ -210,15 +231,21 @@ func (o *planOptions) restConfig() (*rest.Config, error) {
 
 // planLive plans against the cluster of cfg, through an engine whose delete
 // ledger is only ever loaded, and says whether an update would be accepted.
-func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, error) {
+func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, planCapabilities, error) {
 	e, cc, err := liveClients(cfg, opts.Self)
 	if err != nil {
-		return nil, planAcceptance{}, err
+		return nil, planAcceptance{}, planCapabilities{}, err
 	}
 	if rel, err = liveInclusion(ctx, cc, rel, o.load); err != nil {
-		return nil, planAcceptance{}, planFailed(cfg.Host, err)
+		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}
-	return planAgainst(ctx, cfg.Host, cc, e, rel, opts)
+	// Last: it narrows rel, whatever the filters before it kept.
+	rel, caps, err := o.caps.planLive(ctx, cfg, cc, rel, opts.Mode)
+	if err != nil {
+		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
+	}
+	plan, acceptance, err := planAgainst(ctx, cfg.Host, cc, e, rel, opts)
+	return plan, acceptance, caps, err
 }
 
 // liveClients checks that cfg's cluster answers, and returns the engine
@@ -333,10 +360,11 @@ func acceptanceOf(v operator.Verdict, target string) planAcceptance {
 // keys are never renamed or dropped, and lists are never null. planLong
 // documents it; text and dot render the same nodes.
 type planDoc struct {
-	Release    string         `json:"release"`
-	Mode       string         `json:"mode"`
-	Acceptance planAcceptance `json:"acceptance"`
-	Nodes      []planNode     `json:"nodes"`
+	Release      string           `json:"release"`
+	Mode         string           `json:"mode"`
+	Acceptance   planAcceptance   `json:"acceptance"`
+	Capabilities planCapabilities `json:"capabilities"`
+	Nodes        []planNode       `json:"nodes"`
 
 	steps [][]int // the apply graph's Steps; apply node ids are positions in Nodes
 }
@@ -468,6 +496,7 @@ func (d planDoc) text(live bool) string {
 	} else {
 		fmt.Fprintf(&b, "Acceptance: %s\n", d.Acceptance.Message)
 	}
+	fmt.Fprintf(&b, "Capabilities: %s\n", d.Capabilities.summary())
 	fmt.Fprintf(&b, "\nApply walk: %s in %s; the nodes of a step may run in parallel\n", countNoun(len(d.walk(walkApply)), "node"), countNoun(len(d.steps), "step"))
 	for s, ids := range d.steps {
 		fmt.Fprintf(&b, "step %d", s+1)

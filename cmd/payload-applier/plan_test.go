@@ -229,7 +229,7 @@ func TestPlanRealPayloadOffline(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 				t.Fatalf("output is not JSON: %v", err)
 			}
-			requireKeys(t, "plan", doc, "release", "mode", "acceptance", "nodes")
+			requireKeys(t, "plan", doc, "release", "mode", "acceptance", "capabilities", "nodes")
 			if acc, _ := doc["acceptance"].(map[string]any); acc["checked"] != false || acc["message"] != "not checked offline" {
 				t.Errorf("acceptance = %v, want it unchecked offline", doc["acceptance"])
 			}

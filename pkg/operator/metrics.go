@@ -9,6 +9,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // Metrics are the operator's Prometheus metrics: the CVO's, so existing
@@ -28,6 +29,7 @@ type Metrics struct {
 	cleanupState        *prometheus.GaugeVec
 	finalizerHolds      *prometheus.GaugeVec
 	statusTruncated     *prometheus.GaugeVec
+	capability          *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -90,10 +92,14 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "payload_applier_status_truncated",
 			Help: "Values the last ClusterVersion status write cut or dropped to stay within its limits, by status field; no series when nothing was cut.",
 		}, []string{"field"}),
+		capability: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "cluster_version_capability",
+			Help: "Report currently enabled cluster capabilities.  0 is disabled, and 1 is enabled.",
+		}, []string{"name"}),
 	}
 	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
 		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState, m.finalizerHolds,
-		m.statusTruncated} {
+		m.statusTruncated, m.capability} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -107,6 +113,18 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 func (m *Metrics) CountDelete(t deletion.Transition, _ deletion.Record) {
 	if m != nil {
 		m.deletesTotal.WithLabelValues(string(t)).Inc()
+	}
+}
+
+// observeCapabilities sets 1 for each enabled capability, 0 for each
+// other known one.
+func (m *Metrics) observeCapabilities(caps payload.Capabilities) {
+	m.capability.Reset()
+	for _, c := range caps.Known {
+		m.capability.WithLabelValues(string(c)).Set(0)
+	}
+	for _, c := range caps.Enabled {
+		m.capability.WithLabelValues(string(c)).Set(1)
 	}
 }
 

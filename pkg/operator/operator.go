@@ -339,41 +339,15 @@ func (o *Operator) pruneReleases(cv *configv1.ClusterVersion, loading string) {
 }
 
 // loadOptionsFor adds the cluster's feature set and gates, and the
-// ClusterVersion's capabilities and overrides, to the configured filters
-// of release.
+// ClusterVersion's capabilities, spec and status (see Capabilities), and
+// overrides, to the configured filters of release.
 func (o *Operator) loadOptionsFor(cv *configv1.ClusterVersion, release string) payload.LoadOptions {
 	fg, _ := o.features.current()
 	opts := FeatureGateLoadOptions(*o.cfg.LoadOptions, fg, FeatureGateVersion(cv, release))
 	opts.Overrides = cv.Spec.Overrides
-	if caps := enabledCapabilities(cv.Spec.Capabilities); caps != nil {
-		opts.Capabilities = caps
-	}
+	caps, _ := Capabilities(cv)
+	opts.Capabilities = caps.Status()
 	return opts
-}
-
-// enabledCapabilities resolves the spec's baseline plus additional set.
-func enabledCapabilities(spec *configv1.ClusterVersionCapabilitiesSpec) *configv1.ClusterVersionCapabilitiesStatus {
-	if spec == nil {
-		return nil
-	}
-	baseline := configv1.ClusterVersionCapabilitySetCurrent
-	if spec.BaselineCapabilitySet != "" {
-		baseline = spec.BaselineCapabilitySet
-	}
-	enabled := map[configv1.ClusterVersionCapability]bool{}
-	for _, c := range configv1.ClusterVersionCapabilitySets[baseline] {
-		enabled[c] = true
-	}
-	for _, c := range spec.AdditionalEnabledCapabilities {
-		enabled[c] = true
-	}
-	st := &configv1.ClusterVersionCapabilitiesStatus{KnownCapabilities: configv1.KnownClusterVersionCapabilities}
-	for _, c := range configv1.KnownClusterVersionCapabilities {
-		if enabled[c] {
-			st.EnabledCapabilities = append(st.EnabledCapabilities, c)
-		}
-	}
-	return st
 }
 
 // retryTimes spaces retries after failed syncs: interval/16, doubling, then

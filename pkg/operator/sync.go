@@ -82,6 +82,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	o.refreshFeatureGate(ctx)
 	invalid := checkSpec(cv, now)
 	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
+	o.setCapabilities(ctx, cv, now)
 
 	if out.Target == "" && requestedImage(cv) == "" {
 		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
@@ -231,6 +232,7 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 			"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, verdict.Summary), now)
 		return nil
 	}
+	rel = o.enableImplicitCapabilities(ctx, cv, rel, now)
 	if t.risk != "" {
 		out.AcceptedRisks = t.risk
 		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, ReasonImageVerificationFailed, t.risk)

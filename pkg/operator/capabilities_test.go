@@ -1,0 +1,204 @@
+package operator
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
+)
+
+const (
+	consoleCap = `capability.openshift.io/name: Console`
+	buildCap   = `capability.openshift.io/name: Build`
+	insightCap = `capability.openshift.io/name: Insights`
+)
+
+// capabilityCluster installs 1.0.0 (files100) with spec.capabilities caps,
+// 1.0.1 (files101) ready as an update, and metrics.
+func capabilityCluster(t *testing.T, caps *configv1.ClusterVersionCapabilitiesSpec, files100, files101 map[string]string) (*fakeCluster, *Metrics) {
+	t.Helper()
+	root := t.TempDir()
+	payloadtest.WriteRelease(t, root, "1.0.0", nil, files100)
+	payloadtest.WriteRelease(t, root, "1.0.1", []string{"1.0.0"}, files101)
+	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c.setCapabilitiesSpec(t, caps)
+	metrics, err := NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.op.metrics = metrics
+	return c, metrics
+}
+
+func (c *fakeCluster) setCapabilitiesSpec(t *testing.T, caps *configv1.ClusterVersionCapabilitiesSpec) {
+	t.Helper()
+	cv := c.clusterVersion(t)
+	cv.Spec.Capabilities = caps
+	if _, err := c.config.ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func noneWith(caps ...configv1.ClusterVersionCapability) *configv1.ClusterVersionCapabilitiesSpec {
+	return &configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: configv1.ClusterVersionCapabilitySetNone, AdditionalEnabledCapabilities: caps}
+}
+
+func wantEnabled(t *testing.T, cv *configv1.ClusterVersion, want ...configv1.ClusterVersionCapability) {
+	t.Helper()
+	if got := cv.Status.Capabilities.EnabledCapabilities; !slices.Equal(got, want) {
+		t.Errorf("status.capabilities.enabledCapabilities = %v, want %v", got, want)
+	}
+	if got := cv.Status.Capabilities.KnownCapabilities; len(got) != len(configv1.KnownClusterVersionCapabilities) {
+		t.Errorf("status.capabilities.knownCapabilities = %v, want every capability openshift/api knows", got)
+	}
+}
+
+func TestDisablingACapabilityLeavesItEnabled(t *testing.T) {
+	files := map[string]string{
+		"0000_50_demo_00_plain.yaml":   configMapManifest("plain"),
+		"0000_50_demo_01_console.yaml": configMapManifest("console", consoleCap),
+		"0000_50_demo_02_build.yaml":   configMapManifest("build", buildCap),
+	}
+	c, metrics := capabilityCluster(t, noneWith("Console"), files, files)
+
+	c.sync(t)
+	cv := c.clusterVersion(t)
+	wantEnabled(t, cv, "Console")
+	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, ReasonAsExpected, "Capabilities match configured spec")
+	if !c.exists("console") || c.exists("build") {
+		t.Fatalf("console applied %t, build applied %t; want only the enabled capability's ConfigMap", c.exists("console"), c.exists("build"))
+	}
+	if on, off := testutil.ToFloat64(metrics.capability.WithLabelValues("Console")), testutil.ToFloat64(metrics.capability.WithLabelValues("Build")); on != 1 || off != 0 {
+		t.Errorf("cluster_version_capability Console=%v Build=%v, want 1 and 0", on, off)
+	}
+	if n := testutil.CollectAndCount(metrics.capability); n != len(configv1.KnownClusterVersionCapabilities) {
+		t.Errorf("%d cluster_version_capability series, want one per known capability", n)
+	}
+
+	t.Log("the spec drops Console: it stays enabled, and its ConfigMap applied")
+	c.setCapabilitiesSpec(t, noneWith())
+	if err := c.dynamic.Tracker().Delete(configMaps, demoNamespace, "console"); err != nil {
+		t.Fatal(err)
+	}
+	c.sync(t)
+	cv = c.clusterVersion(t)
+	wantEnabled(t, cv, "Console")
+	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, ReasonCapabilitiesImplicitlyEnabled,
+		"The following capabilities could not be disabled: Console")
+	if !c.exists("console") {
+		t.Error("the ConfigMap behind Console was not applied again after the spec dropped Console")
+	}
+	if v := testutil.ToFloat64(metrics.capability.WithLabelValues("Console")); v != 1 {
+		t.Errorf("cluster_version_capability Console=%v after the spec dropped it, want 1", v)
+	}
+
+	t.Log("the spec asks for Console again: nothing is implicit any more")
+	c.setCapabilitiesSpec(t, &configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: configv1.ClusterVersionCapabilitySet4_12})
+	c.sync(t)
+	cv = c.clusterVersion(t)
+	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, ReasonAsExpected)
+	if slices.Contains(cv.Status.Capabilities.EnabledCapabilities, "Build") || c.exists("build") {
+		t.Errorf("Build enabled or applied though no spec asked for it: %v", cv.Status.Capabilities.EnabledCapabilities)
+	}
+}
+
+func TestAnUpdateEnablesTheCapabilityAManagedObjectMovesBehind(t *testing.T) {
+	c, metrics := capabilityCluster(t, noneWith(),
+		map[string]string{
+			"0000_50_demo_00_moved.yaml": configMapManifest("moved"),
+			"0000_50_demo_01_kept.yaml":  configMapManifest("kept"),
+		},
+		map[string]string{
+			"0000_50_demo_00_moved.yaml": configMapManifest("moved", buildCap),
+			"0000_50_demo_01_kept.yaml":  configMapManifest("kept"),
+			"0000_50_demo_02_new.yaml":   configMapManifest("new", insightCap),
+		})
+	c.sync(t)
+	cv := c.clusterVersion(t)
+	wantSettled(t, cv, "1.0.0")
+	wantEnabled(t, cv)
+
+	if err := c.dynamic.Tracker().Delete(configMaps, demoNamespace, "moved"); err != nil {
+		t.Fatal(err)
+	}
+	cv = c.acceptUpdate(t, "1.0.1", "moved")
+	wantEnabled(t, cv, "Build")
+	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, ReasonCapabilitiesImplicitlyEnabled,
+		"The following capabilities could not be disabled: Build")
+	if c.exists("new") {
+		t.Error("an object new in the update, behind a disabled capability, was applied")
+	}
+	if v := testutil.ToFloat64(metrics.capability.WithLabelValues("Build")); v != 1 {
+		t.Errorf("cluster_version_capability Build=%v, want 1", v)
+	}
+
+	t.Log("later passes keep it, and say so")
+	c.sync(t)
+	cv = c.clusterVersion(t)
+	wantEnabled(t, cv, "Build")
+	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, ReasonCapabilitiesImplicitlyEnabled)
+}
+
+// An install has no current release: nothing is implicit.
+func TestAnInstallEnablesNoCapabilityImplicitly(t *testing.T) {
+	files := map[string]string{"0000_50_demo_00_build.yaml": configMapManifest("build", buildCap)}
+	c, _ := capabilityCluster(t, noneWith(), files, files)
+	c.sync(t)
+	cv := c.clusterVersion(t)
+	wantEnabled(t, cv)
+	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, ReasonAsExpected)
+	if c.exists("build") {
+		t.Error("a ConfigMap behind a disabled capability was installed")
+	}
+}
+
+// An unknown baseline set (which the CRD refuses, but an older CRD may
+// not) neither crashes nor disables what is enabled.
+func TestAnUnknownCapabilitySetKeepsWhatIsEnabled(t *testing.T) {
+	files := map[string]string{"0000_50_demo_00_console.yaml": configMapManifest("console", consoleCap)}
+	c, _ := capabilityCluster(t, noneWith("Console"), files, files)
+	c.sync(t)
+	c.setCapabilitiesSpec(t, &configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: "v9.99"})
+	if err := c.dynamic.Tracker().Delete(configMaps, demoNamespace, "console"); err != nil {
+		t.Fatal(err)
+	}
+	c.sync(t)
+	cv := c.clusterVersion(t)
+	wantEnabled(t, cv, "Console")
+	if !c.exists("console") {
+		t.Error("the enabled capability's ConfigMap was not applied under an unknown baseline set")
+	}
+}
+
+// Without spec.capabilities, the CVO's default set applies: vCurrent.
+func TestNoCapabilitiesSpecEnablesTheDefaultSet(t *testing.T) {
+	files := map[string]string{"0000_50_demo_00_build.yaml": configMapManifest("build", buildCap)}
+	c, _ := capabilityCluster(t, nil, files, files)
+	c.sync(t)
+	cv := c.clusterVersion(t)
+	want := slices.Clone(configv1.ClusterVersionCapabilitySets[payload.DefaultCapabilitySet])
+	slices.Sort(want)
+	wantEnabled(t, cv, want...)
+	got, err := c.dynamic.Tracker().Get(configMaps, demoNamespace, "build")
+	if err != nil || got.(*unstructured.Unstructured).GetName() != "build" {
+		t.Errorf("the ConfigMap behind Build (in vCurrent) was not applied: %v", err)
+	}
+}
+
+func TestImplicitlyEnabledCondition(t *testing.T) {
+	c := implicitlyEnabledCondition([]configv1.ClusterVersionCapability{"Build", "Console"})
+	if c.Status != configv1.ConditionTrue || c.Reason != "CapabilitiesImplicitlyEnabled" || c.Message != "The following capabilities could not be disabled: Build, Console" {
+		t.Errorf("condition %+v", c)
+	}
+	if c := implicitlyEnabledCondition(nil); c.Status != configv1.ConditionFalse || c.Reason != "AsExpected" {
+		t.Errorf("condition %+v", c)
+	}
+}
