@@ -34,7 +34,9 @@ type planOptions struct {
 	payloadDir, kubeconfig, namespace string
 	registry                          registryFlags
 	mode, output, profile             string
-	caps                              capabilityFlags
+	// load are the filters the payload was loaded with.
+	load payload.LoadOptions
+	caps capabilityFlags
 }
 
 const planLong = `Plan shows what applying a release payload would do, and in which order,
@@ -86,6 +88,9 @@ preconditions and says whether the payload would be accepted as an update of
 the cluster's current release, and if not, why ("acceptance" in JSON; it is
 not checked offline, in other modes, or when the payload is already the
 cluster's target; before a release has completed, an install's checks run).
+Against a cluster the payload is filtered with the feature set and enabled
+feature gates of the cluster's FeatureGate "cluster", as the operator does;
+--profile stays the profile.
 Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
 server-side apply with dryRun=All, which the apiserver does not persist.
 
@@ -146,9 +151,8 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	loadOpts := payload.DefaultLoadOptions()
-	loadOpts.Profile = &o.profile
-	loadOpts.EnabledFeatureGates = payload.DefaultFeatureGates(o.profile)
+	loadOpts := payload.ProfileLoadOptions(o.profile)
+	o.load = loadOpts
 	dir, err := o.registry.payloadDir(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
@@ -231,6 +235,9 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 	e, cc, err := liveClients(cfg, opts.Self)
 	if err != nil {
 		return nil, planAcceptance{}, planCapabilities{}, err
+	}
+	if rel, err = liveInclusion(ctx, cc, rel, o.load); err != nil {
+		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}
 	// Last: it narrows rel, whatever the filters before it kept.
 	rel, caps, err := o.caps.planLive(ctx, cfg, cc, rel, opts.Mode)

@@ -40,6 +40,7 @@ type startOptions struct {
 	liveWindow  time.Duration
 	tlsCert     string
 	tlsKey      string
+	inclusion   inclusionFlags
 }
 
 func newStartCommand() *cobra.Command {
@@ -64,7 +65,13 @@ the cluster's version, or from --update-graph, to fill
 status.availableUpdates, set RetrievedUpdates and ReleaseDeprecated, and
 refuse updates to deprecated releases. The graph is read beside the
 syncs, every --update-graph-refresh and as soon as the upstream, channel
-or version changes: a sync never waits for it and uses the last answer.`,
+or version changes: a sync never waits for it and uses the last answer.
+
+Manifests are included for --profile (default $CLUSTER_PROFILE), without
+those --exclude-manifests (default $EXCLUDE_MANIFESTS) excludes, and for the
+feature set and feature gates of the cluster's FeatureGate "cluster", read
+every pass and watched; a new feature set restarts the sync. Without a
+FeatureGate, the Default feature set and its gates apply.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -82,6 +89,7 @@ or version changes: a sync never waits for it and uses the last answer.`,
 	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
+	o.inclusion.add(cmd)
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	return cmd
 }
@@ -109,6 +117,10 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
+	loadOpts, err := o.inclusion.loadOptions(cmd.Context())
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return withExitCode(exitUsage, err)
@@ -126,6 +138,7 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		Namespace:       o.cluster.namespace,
 		Metrics:         metrics,
 		Identity:        o.identity,
+		LoadOptions:     loadOpts,
 
 		UpdateGraph:              graphSource(o.updateGraph),
 		UpdateGraphRefresh:       o.graphEvery,

@@ -71,7 +71,7 @@ func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.
 		klog.FromContext(ctx).Error(err, "Cannot read the current release to find capabilities the update must keep enabled", "current", cv.Status.Desired.Version)
 		return target
 	}
-	implicit := payload.ImplicitCapabilities(current, target, o.loadOptionsFor(cv))
+	implicit := payload.ImplicitCapabilities(current, target, o.loadOptionsFor(cv, target.Version))
 	if len(implicit) == 0 {
 		return target
 	}
@@ -79,5 +79,5 @@ func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.
 		"capabilities", implicit, "target", target.Version)
 	cv.Status.Capabilities.EnabledCapabilities = append(cv.Status.Capabilities.EnabledCapabilities, implicit...)
 	o.setCapabilities(ctx, cv, now)
-	return target.Filter(o.loadOptionsFor(cv))
+	return target.Filter(o.loadOptionsFor(cv, target.Version))
 }

@@ -19,6 +19,8 @@ const (
 	ConditionFailing         configv1.ClusterStatusConditionType = "Failing"
 	ConditionReleaseAccepted configv1.ClusterStatusConditionType = "ReleaseAccepted"
 	ConditionRetrieved       configv1.ClusterStatusConditionType = "RetrievedUpdates"
+	// ConditionInvalid is True while the spec fails validation.
+	ConditionInvalid configv1.ClusterStatusConditionType = "Invalid"
 )
 
 // Reasons the operator sets.
@@ -28,6 +30,9 @@ const (
 	ReasonPreconditionChecks = "PreconditionChecks"
 	ReasonMultipleErrors     = "MultipleErrors"
 	ReasonNoDesiredUpdate    = "NoDesiredUpdate"
+	// ReasonInvalidClusterVersion is Invalid's reason, and Progressing's
+	// while the spec is invalid.
+	ReasonInvalidClusterVersion = "InvalidClusterVersion"
 )
 
 // setCondition sets c in conds, keeping the transition time when the status

@@ -69,7 +69,7 @@ func newFakeClusterWithLedger(t *testing.T, releases ReleaseSource, version stri
 	c := &fakeCluster{
 		config: configfake.NewSimpleClientset(&configv1.ClusterVersion{
 			ObjectMeta: metav1.ObjectMeta{Name: "version"},
-			Spec:       configv1.ClusterVersionSpec{ClusterID: "test", DesiredUpdate: &configv1.Update{Version: version}},
+			Spec:       configv1.ClusterVersionSpec{ClusterID: "2b2ac0a1-6e0b-4d0e-9c8e-3b6a4b1f0d7e", DesiredUpdate: &configv1.Update{Version: version}},
 		}),
 		events: record.NewFakeRecorder(100),
 		clock:  clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),

@@ -68,10 +68,15 @@ type Config struct {
 	Namespace string
 	// Name is the ClusterVersion's name. Default "version".
 	Name string
-	// LoadOptions are the base inclusion filters; the ClusterVersion's
+	// LoadOptions are the base inclusion filters: the profile and
+	// EXCLUDE_MANIFESTS. The FeatureGate's feature set and gates replace
+	// its own when the cluster has one, and the ClusterVersion's
 	// capabilities and overrides are added on top. Default
 	// payload.DefaultLoadOptions().
 	LoadOptions *payload.LoadOptions
+	// FeatureGateName is the FeatureGate read for the feature set and
+	// enabled gates. Default "cluster".
+	FeatureGateName string
 	// Sync tunes each pass; Mode and Attempt are set by the operator.
 	Sync apply.SyncOptions
 	// Metrics, when set, is where the operator's metrics are registered.
@@ -114,6 +119,9 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.Name == "" {
 		cfg.Name = "version"
+	}
+	if cfg.FeatureGateName == "" {
+		cfg.FeatureGateName = DefaultFeatureGateName
 	}
 	if cfg.LoadOptions == nil {
 		o := payload.DefaultLoadOptions()
@@ -163,6 +171,8 @@ type Operator struct {
 	images *imageRetriever
 	// verifier checks targets by image; it is the current release's.
 	verifier cachedVerifier
+	// features is the cluster's FeatureGate as last read.
+	features clusterFeatures
 }
 
 // New validates cfg and returns an Operator on its clients.
@@ -309,7 +319,7 @@ func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*pa
 		o.releases[version] = rel
 		all = rel
 	}
-	return all.Filter(o.loadOptionsFor(cv)), nil
+	return all.Filter(o.loadOptionsFor(cv, version)), nil
 }
 
 // pruneReleases forgets the cached releases the cluster no longer uses:
@@ -328,10 +338,12 @@ func (o *Operator) pruneReleases(cv *configv1.ClusterVersion, loading string) {
 	}
 }
 
-// loadOptionsFor adds the ClusterVersion's capabilities, spec and status
-// (see Capabilities), and overrides to the configured filters.
-func (o *Operator) loadOptionsFor(cv *configv1.ClusterVersion) payload.LoadOptions {
-	opts := *o.cfg.LoadOptions
+// loadOptionsFor adds the cluster's feature set and gates, and the
+// ClusterVersion's capabilities, spec and status (see Capabilities), and
+// overrides, to the configured filters of release.
+func (o *Operator) loadOptionsFor(cv *configv1.ClusterVersion, release string) payload.LoadOptions {
+	fg, _ := o.features.current()
+	opts := FeatureGateLoadOptions(*o.cfg.LoadOptions, fg, FeatureGateVersion(cv, release))
 	opts.Overrides = cv.Spec.Overrides
 	caps, _ := Capabilities(cv)
 	opts.Capabilities = caps.Status()

@@ -160,10 +160,14 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 		o.images.start(ctx, poke)
 	}
 
+	var gates featureGateWatch
+	defer gates.stop()
+
 	failures := 0
 	deletesPending := false
 	for ctx.Err() == nil {
 		out, err := o.Sync(ctx, nil)
+		gates.startOnce(ctx, o, poke)
 		ended := o.clock.Now()
 		o.health.set(func(h *health) { h.lastPass = ended })
 		next := wait.Jitter(opts.ResyncInterval, 1.0)

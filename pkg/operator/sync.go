@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
@@ -57,6 +58,9 @@ type Outcome struct {
 	LedgerErr error
 	// CleanupErr is set while the operand cleanup state cannot be read.
 	CleanupErr error
+	// Invalid lists what failed validation in the spec; this pass acted as
+	// if those fields were unset.
+	Invalid field.ErrorList
 }
 
 // Sync runs one reconcile of the ClusterVersion: pick the target, check it,
@@ -75,7 +79,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	original := cv.DeepCopy()
 	status := &cv.Status
 	now := metav1.NewTime(start)
-	out := &Outcome{Target: targetVersion(cv)}
+	o.refreshFeatureGate(ctx)
+	invalid := checkSpec(cv, now)
+	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
 	o.setCapabilities(ctx, cv, now)
 
 	if out.Target == "" && requestedImage(cv) == "" {
@@ -161,6 +167,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	out.CleanupErr = res.CleanupErr
 	o.setUpgradeable(ctx, cv, res.Deletes, res.Cleanups, out, now)
 	progressConditions(status, res, now)
+	if len(invalid) > 0 {
+		progressingWhileInvalid(status, now)
+	}
 	if res.CleanupErr != nil {
 		status.Conditions = setCondition(status.Conditions, cleanupStateUnreadable(res.CleanupErr), now)
 	}

@@ -122,7 +122,7 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 		t.risk = fmt.Sprintf("Target release version=%q image=%q cannot be verified, but continuing anyway because the update was forced: %s",
 			a.release.Version, a.image, msg)
 	}
-	t.rel = o.keepRelease(a.image, a.release, cv).Filter(o.loadOptionsFor(cv))
+	t.rel = o.keepRelease(a.image, a.release, cv).Filter(o.loadOptionsFor(cv, a.release.Version))
 	return t
 }
 
@@ -206,7 +206,7 @@ func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersi
 	if all.Version != d.Version {
 		return nil, fmt.Errorf("release image %s declares version %s, not %s", d.Image, all.Version, d.Version)
 	}
-	return all.Filter(o.loadOptionsFor(cv)), nil
+	return all.Filter(o.loadOptionsFor(cv, all.Version)), nil
 }
 
 // sourceHasImage says whether the release source itself holds d, as

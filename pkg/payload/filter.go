@@ -101,6 +101,15 @@ func DefaultLoadOptions() LoadOptions {
 	}
 }
 
+// ProfileLoadOptions is DefaultLoadOptions for a cluster of profile: its
+// profile filter and the feature gates openshift/api enables for it.
+func ProfileLoadOptions(profile string) LoadOptions {
+	opts := DefaultLoadOptions()
+	opts.Profile = &profile
+	opts.EnabledFeatureGates = DefaultFeatureGates(profile)
+	return opts
+}
+
 // DefaultFeatureGates returns the feature gates that openshift/api enables
 // in the Default feature set for profile. openshift/api describes two
 // profiles; single-node-developer follows self-managed-high-availability

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// inclusionFlags are start's inclusion inputs that the CVO takes from its
+// environment: CLUSTER_PROFILE and EXCLUDE_MANIFESTS give the defaults, a
+// flag given on the command line wins.
+type inclusionFlags struct {
+	profile, exclude string
+}
+
+func (f *inclusionFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.profile, "profile", cmp.Or(os.Getenv("CLUSTER_PROFILE"), payload.DefaultClusterProfile),
+		"cluster profile to include manifests for (default $CLUSTER_PROFILE, else "+payload.DefaultClusterProfile+"): "+strings.Join(payload.KnownProfiles, ", "))
+	cmd.Flags().StringVar(&f.exclude, "exclude-manifests", os.Getenv("EXCLUDE_MANIFESTS"),
+		"leave out manifests annotated exclude.release.openshift.io/<this>: \"true\" (default $EXCLUDE_MANIFESTS)")
+}
+
+// loadOptions are the operator's base filters; the FeatureGate's feature
+// set and gates are read from the cluster on top of them.
+func (f *inclusionFlags) loadOptions(ctx context.Context) (*payload.LoadOptions, error) {
+	if !slices.Contains(payload.KnownProfiles, f.profile) {
+		return nil, fmt.Errorf("unknown --profile (or CLUSTER_PROFILE) %q; known profiles are %s", f.profile, strings.Join(payload.KnownProfiles, ", "))
+	}
+	opts := payload.ProfileLoadOptions(f.profile)
+	if f.exclude != "" {
+		exclude := f.exclude
+		opts.ExcludeIdentifier = &exclude
+		klog.FromContext(ctx).Info("Excluding manifests", "identifier", exclude)
+	}
+	return &opts, nil
+}
