@@ -24,18 +24,36 @@ const crdRemovalMessagePrefix = "Cluster minor or major version upgrades are not
 const maxCRDRemovalMessageBytes = 4 << 10
 
 // crdRemovalBlockers judges the release the cluster runs (status.desired)
-// by the engine's PendingCRDRemovals. A release that cannot be loaded
-// blocks nothing here: the pass reports why it cannot be loaded.
+// by the engine's PendingCRDRemovals. Without that release, as for `apply`,
+// which is given only its target, the live CRDs that the target ships stand
+// for it, as for plan. With neither, nothing blocks here: the pass reports
+// why the release cannot be loaded.
 func (o *Operator) crdRemovalBlockers(ctx context.Context, cv *configv1.ClusterVersion) []upgradeableBlocker {
-	if cv.Status.Desired.Version == "" {
+	current := cv.Status.Desired.Version
+	if current == "" {
 		return nil
 	}
 	rel, err := o.currentRelease(ctx, cv)
-	if err != nil {
-		klog.FromContext(ctx).V(2).Info("CRD version removals not judged: the current release is not loaded", "version", cv.Status.Desired.Version, "err", err)
+	if err == nil {
+		return crdRemovalBlocker(o.engine.PendingCRDRemovals(ctx, rel))
+	}
+	target, targetErr := o.loadRelease(targetVersion(cv), cv)
+	if targetErr != nil || target.Version == current {
+		klog.FromContext(ctx).V(2).Info("CRD version removals not judged: the current release is not loaded", "version", current, "err", err)
 		return nil
 	}
-	return crdRemovalBlocker(o.engine.PendingCRDRemovals(ctx, rel))
+	return crdRemovalBlocker(o.engine.LivePendingCRDRemovals(ctx, current, crdNames(target)))
+}
+
+// crdNames names the CRDs rel creates or updates.
+func crdNames(rel *payload.Release) []string {
+	var names []string
+	for _, m := range rel.Manifests {
+		if m.IsCRD() && !m.Delete() {
+			names = append(names, m.Obj.GetName())
+		}
+	}
+	return names
 }
 
 // crdRemovalBlocker is one blocker naming up to ten pending removals, or
@@ -90,13 +108,7 @@ func LiveCRDRemovals(ctx context.Context, e *apply.Engine, cv *configv1.ClusterV
 	if cv == nil || cv.Status.Desired.Version == "" || target == nil {
 		return
 	}
-	var names []string
-	for _, m := range target.Manifests {
-		if m.IsCRD() && !m.Delete() {
-			names = append(names, m.Obj.GetName())
-		}
-	}
-	blockers := crdRemovalBlocker(e.LivePendingCRDRemovals(ctx, cv.Status.Desired.Version, names))
+	blockers := crdRemovalBlocker(e.LivePendingCRDRemovals(ctx, cv.Status.Desired.Version, crdNames(target)))
 	for i := range cv.Status.Conditions {
 		if cv.Status.Conditions[i].Type == configv1.OperatorUpgradeable {
 			cv.Status.Conditions[i] = withCRDRemovals(cv.Status.Conditions[i], blockers)

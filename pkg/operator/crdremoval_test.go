@@ -211,3 +211,38 @@ func TestWithCRDRemovals(t *testing.T) {
 		})
 	}
 }
+
+// TestUpgradeableJudgesLiveCRDsWithoutTheCurrentRelease: `apply` gives the
+// operator only its target; the live CRDs the target ships then stand for
+// the running release's, so the blocker is not lost.
+func TestUpgradeableJudgesLiveCRDsWithoutTheCurrentRelease(t *testing.T) {
+	dir := payloadtest.WriteRelease(t, t.TempDir(), "1.1.0", nil, map[string]string{"0000_10_widgets_00_crd.yaml": strings.Replace(widgetsRemovalCRD,
+		"  - {name: v1alpha1, served: true, storage: false, deprecated: true}\n", "", 1)})
+	target, err := payload.Load(dir, payload.DefaultLoadOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newFakeCluster(t, LoadedRelease{Release: target}, "1.1.0")
+	c.liveWidgetsCRD(t, "v1alpha1", "v1")
+	live, err := c.dynamic.Tracker().Get(payload.CRDGVR, "", "widgets.example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked := live.(*unstructured.Unstructured)
+	marked.SetAnnotations(map[string]string{"example.com/removed-in": "1.1"})
+	versions, _, _ := unstructured.NestedSlice(marked.Object, "spec", "versions")
+	versions[0].(map[string]any)["deprecated"] = true
+	_ = unstructured.SetNestedSlice(marked.Object, versions, "spec", "versions")
+	if err := c.dynamic.Tracker().Update(payload.CRDGVR, marked, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.widget(t, "a")
+
+	cv := c.clusterVersion(t)
+	cv.Status.Desired = configv1.Release{Version: "1.0.0"}
+	out := &Outcome{}
+	c.op.setUpgradeable(context.Background(), cv, deletion.Summary{}, nil, out, metav1.Now())
+	if up := out.Upgradeable; up.Reason != crdcompat.ReasonVersionRemovalPending || !strings.Contains(up.Message, "widgets.example.com v1alpha1 (removed in 1.1; 1 object") {
+		t.Fatalf("Upgradeable = %s/%s %q, want the blocker read from the live CRD", up.Status, up.Reason, up.Message)
+	}
+}

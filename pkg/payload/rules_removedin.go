@@ -7,9 +7,9 @@ import (
 )
 
 // checkCRDRemovedIn: a CRD's <group>/removed-in (crdcompat.RemovedInAnnotation)
-// must name a release line X.Y later than this release's, which still
-// ships the versions it marks deprecated; without a deprecated version it
-// schedules nothing. The operator blocks minor and major updates on it
+// must name a release line X.Y, later than this release's while it still
+// ships a version it marks deprecated; without one it schedules nothing
+// (a warning). The operator blocks minor and major updates on it
 // while a due version is still stored, so a wrong value would block them
 // for nothing, or never.
 func checkCRDRemovedIn(r *Release, m *Manifest) []Finding {
@@ -31,13 +31,14 @@ func checkCRDRemovedIn(r *Release, m *Manifest) []Finding {
 		return []Finding{atKey(r, m, key, RuleCRDRemovedIn, SeverityError,
 			"%s: %v; write the release line that removes the deprecated versions, quoted", key, err)}
 	}
+	// Left behind by the release that removed the versions, it is harmless.
+	if !hasDeprecatedVersion(m) {
+		return []Finding{atKey(r, m, key, RuleCRDRemovedIn, SeverityWarning,
+			"%s is set, but no version of %s is marked deprecated: true, so it schedules no removal; mark the versions to remove deprecated, or drop the annotation", key, m.Obj.GetName())}
+	}
 	if v, err := semver.Parse(r.Version); err == nil && !(crdcompat.MinorVersion{Major: v.Major, Minor: v.Minor}).Less(line) {
 		return []Finding{atKey(r, m, key, RuleCRDRemovedIn, SeverityError,
 			"%s is %q, not later than this release %s, which still ships the versions it removes; name a later release line, or remove the versions", key, value, r.Version)}
-	}
-	if !hasDeprecatedVersion(m) {
-		return []Finding{atKey(r, m, key, RuleCRDRemovedIn, SeverityWarning,
-			"%s is set, but no version of %s is marked deprecated: true, so it schedules no removal; mark the versions to remove deprecated", key, m.Obj.GetName())}
 	}
 	return nil
 }

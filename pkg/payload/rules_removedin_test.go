@@ -54,6 +54,10 @@ func TestCRDRemovedInRule(t *testing.T) {
 			version: "4.21.3", files: map[string]string{file: removalCRD("example.com", `"3.9"`, true)},
 			want: []want{{RuleCRDRemovedIn, SeverityError, file, 7, "not later than this release"}},
 		},
+		"left behind by the release that removed the version, it is only a warning": {
+			version: "4.22.0", files: map[string]string{file: removalCRD("example.com", `"4.22"`, false)},
+			want: []want{{RuleCRDRemovedIn, SeverityWarning, file, 7, "schedules no removal"}},
+		},
 		"without a deprecated version it is a warning": {
 			version: "4.21.0", files: map[string]string{file: removalCRD("example.com", `"4.22"`, false)},
 			want: []want{{RuleCRDRemovedIn, SeverityWarning, file, 7, "no version of gadgets.example.com is marked deprecated: true"}},
