@@ -162,3 +162,75 @@ func storedVersions(t testing.TB, c *clients, name string) []string {
 	stored, _, _ := unstructured.NestedStringSlice(crd.Object, "status", "storedVersions")
 	return stored
 }
+
+// TestCRDVersionRemovalPendingInPlanAndApply: the CLI judges alike. plan
+// against the cluster and apply, which is given only the target release,
+// read the schedule from the live CRD: a minor update is refused (apply
+// exits 3) and a z-stream is not, until crd migrate-storage.
+func TestCRDVersionRemovalPendingInPlanAndApply(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	group := ns + ".removal.example.com"
+	crdName := "gadgets." + group
+	deleteCRDsAtEnd(t, c, crdName)
+	const crdFile = "0000_50_gadgets_00_crd.yaml"
+	dirs := map[string]string{
+		"1.0.0": writePayload(t, "1.0.0", map[string]string{crdFile: removalGadgetCRD(group, "alpha")}),
+		"1.0.1": writePayload(t, "1.0.1", map[string]string{crdFile: removalGadgetCRD(group, "scheduled")}),
+		"1.0.2": writePayload(t, "1.0.2", map[string]string{crdFile: removalGadgetCRD(group, "unserved"), "0000_50_gadgets_10_z.yaml": configMap(ns, "z-stream", "x")}),
+		"1.1.0": writePayload(t, "1.1.0", map[string]string{crdFile: removalGadgetCRD(group, "removed"), "0000_50_gadgets_10_minor.yaml": configMap(ns, "minor", "x")}),
+	}
+	apply := func(version string, want int) string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, bin, "apply", "--payload", dirs[version])
+		if code != want {
+			t.Fatalf("apply %s: exit %d, want %d\n%s\n%s", version, code, want, stdout, stderr)
+		}
+		return stdout + stderr
+	}
+	plan := func(version string) string {
+		t.Helper()
+		code, stdout, stderr := runCLI(t, bin, "plan", "--payload", dirs[version])
+		if code != 0 {
+			t.Fatalf("plan %s: exit %d\n%s\n%s", version, code, stdout, stderr)
+		}
+		return stdout
+	}
+
+	apply("1.0.0", 0)
+	createGadget(t, c, group, "v1alpha1", ns, "a", map[string]any{"size": "s"})
+	want := crdName + " v1alpha1 (removed in 1.1; 1 object"
+	waitFor(t, "apply 1.0.1 to count the stored gadget", 30*time.Second, func() bool {
+		apply("1.0.1", 0)
+		return strings.Contains(condition(clusterVersion(t), configv1.OperatorUpgradeable).Message, want)
+	})
+	requireCondition(t, clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, crdcompat.ReasonVersionRemovalPending)
+
+	t.Log("plan refuses the minor, naming the CRD, and accepts the z-stream")
+	if out := plan("1.1.0"); !strings.Contains(out, "would be refused") || !strings.Contains(out, crdcompat.ReasonVersionRemovalPending) || !strings.Contains(out, want) {
+		t.Fatalf("plan of 1.1.0 must be refused for the pending removal:\n%s", out)
+	}
+	if out := plan("1.0.2"); !strings.Contains(out, "an update from 1.0.1 to 1.0.2 would be accepted") {
+		t.Fatalf("plan of 1.0.2 must be accepted:\n%s", out)
+	}
+
+	t.Log("apply, given only the target, refuses the minor and applies the z-stream")
+	if out := apply("1.1.0", 3); !strings.Contains(out, crdcompat.ReasonVersionRemovalPending) {
+		t.Fatalf("the refusal must name the reason:\n%s", out)
+	}
+	apply("1.0.2", 0)
+	if c.get(t, configMapGVK, ns, "z-stream") == nil {
+		t.Fatal("1.0.2 must be applied")
+	}
+
+	t.Log("after crd migrate-storage, plan and apply accept the minor")
+	if code, stdout, stderr := runCLI(t, bin, "crd", "migrate-storage", crdName); code != 0 {
+		t.Fatalf("migrate-storage: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if out := plan("1.1.0"); !strings.Contains(out, "an update from 1.0.2 to 1.1.0 would be accepted") {
+		t.Fatalf("plan of 1.1.0 must be accepted now:\n%s", out)
+	}
+	apply("1.1.0", 0)
+	if c.get(t, configMapGVK, ns, "minor") == nil {
+		t.Fatal("1.1.0 must be applied")
+	}
+}
