@@ -330,6 +330,8 @@ func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine
 		// An unreachable graph leaves deprecation unjudged, as it leaves
 		// the operator's last list.
 		deprecated, _ = operator.Deprecations(ctx, cv, rel.Version)
+		// Upgradeable as the operator's next pass would judge CRD removals.
+		operator.LiveCRDRemovals(ctx, e, cv, rel)
 	}
 	v := operator.Judge(ctx, e, cv, rel.Version, rel, deprecated)
 	return v, acceptanceOf(v, rel.Version), nil

@@ -43,6 +43,7 @@ const (
 	RuleFileName           Rule = "file-name"
 	RuleCRDVersionMismatch Rule = "crd-version-mismatch"
 	RuleCRDShadowsBuiltin  Rule = "crd-shadows-builtin"
+	RuleCRDRemovedIn       Rule = "crd-removed-in"
 )
 
 // Rules over the manifests that the selected profile includes.

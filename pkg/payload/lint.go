@@ -66,6 +66,7 @@ var manifestRules = []manifestRule{
 	checkUnknownFields,
 	checkV1beta1Version,
 	checkCRDShadowsBuiltin,
+	checkCRDRemovedIn,
 }
 
 var releaseRules = []releaseRule{

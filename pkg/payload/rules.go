@@ -24,6 +24,7 @@ var AllRules = []RuleInfo{
 	{RuleFileName, SeverityWarning, "a file name lacks 0000_<runlevel>_<component>_"},
 	{RuleCRDVersionMismatch, SeverityError, "an apiextensions.k8s.io/v1beta1 CRD's spec.version is not its first spec.versions entry"},
 	{RuleCRDShadowsBuiltin, SeverityError, "a CRD, created or deleted, has the group and plural of a built-in Kubernetes resource, which the API server serves instead"},
+	{RuleCRDRemovedIn, SeverityError, "a CRD's <group>/removed-in is not a release line X.Y later than the release (a warning when no version is deprecated)"},
 	{RuleUnknownField, SeverityWarning, "a built-in or OpenShift kind sets a field its type does not declare"},
 	{RuleDuplicateObject, SeverityWarning, "two files create the same object"},
 	{RuleCreatedAndDeleted, SeverityError, "one manifest creates an object that another deletes"},

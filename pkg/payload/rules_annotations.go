@@ -9,6 +9,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/openshift/api/features"
+
+	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 )
 
 const releasePrefix = "release.openshift.io/"
@@ -87,7 +89,15 @@ func describeValue(v any) string {
 // such as release.openshift.io/delet cannot pass silently.
 func checkAnnotationKeys(r *Release, m *Manifest) []Finding {
 	var findings []Finding
+	removedIn := ""
+	if m.IsCRD() {
+		// A CRD of a release.openshift.io group may schedule removals too.
+		removedIn = crdcompat.RemovedInAnnotation(crdInfoOf(m).Group)
+	}
 	for _, key := range sortedKeys(rawAnnotations(m)) {
+		if key == removedIn {
+			continue
+		}
 		if known, ok := caseVariant(key); ok {
 			findings = append(findings, atKey(r, m, key, RuleUnknownAnnotation, SeverityError,
 				"annotation %s differs from %s only by case; annotation keys are case-sensitive, so it has no effect", key, known))

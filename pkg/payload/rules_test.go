@@ -429,7 +429,7 @@ func TestRuleTable(t *testing.T) {
 		}
 		seen[r.ID] = true
 	}
-	if len(AllRules) != 30 {
+	if len(AllRules) != 31 {
 		t.Errorf("AllRules lists %d rules; update this test and docs/annotations.md together", len(AllRules))
 	}
 }
