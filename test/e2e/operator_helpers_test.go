@@ -60,6 +60,11 @@ func newOperatorOn(t testing.TB, releases operator.ReleaseSource, cvName, ns str
 		Sync:      fastOptions(""),
 		Metrics:   metrics,
 		Identity:  uniqueName(t, cvName),
+		// A FeatureGate of the test's own, which does not exist: the
+		// shared "cluster" one appears once a test applies ocp-real with
+		// the FeatureGate CRD installed, and would change what every later
+		// test includes.
+		FeatureGateName: cvName + "-featuregate",
 	}
 	for _, edit := range edits {
 		edit(&ocfg)
