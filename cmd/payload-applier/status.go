@@ -52,6 +52,8 @@ type statusJSON struct {
 	Desired configv1.Release              `json:"desired"`
 	Status  configv1.ClusterVersionStatus `json:"status"`
 	Deletes []deletion.Record             `json:"deletes"`
+	// AdminAcks are the admin gates awaiting an ack.
+	AdminAcks planAdminAcks `json:"adminAcks"`
 }
 
 func (o *statusOptions) run(cmd *cobra.Command) error {
@@ -86,6 +88,7 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 		return withExitCode(exitFailed, err)
 	}
 	doc := statusJSON{Current: precondition.LastCompletedVersion(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []deletion.Record{}}
+	doc.AdminAcks = liveAdminAcks(ctx, kube, cv, "")
 	for _, r := range records {
 		if !r.Done() || r.ReappearedAt != nil {
 			doc.Deletes = append(doc.Deletes, r)
@@ -124,6 +127,7 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 		}
 		fmt.Fprintf(w, "Available updates: %s\n", strings.Join(versions, ", "))
 	}
+	writeAdminAcks(w, doc.AdminAcks)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONDITION\tSTATUS\tREASON\tMESSAGE")
