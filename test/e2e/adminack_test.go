@@ -81,16 +81,7 @@ func TestAdminAckHoldsMinorUpdates(t *testing.T) {
 	}
 
 	// Resyncs ten minutes apart: only the ack's change can wake the loop.
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = op.Run(ctx, operator.RunOptions{ResyncInterval: 10 * time.Minute})
-	}()
-	defer func() {
-		cancel()
-		<-stopped
-	}()
+	op.run(t, operator.RunOptions{ResyncInterval: 10 * time.Minute})
 	t.Log("asked again under Run, the minor is refused again")
 	op.request(t, "1.1.0", false)
 	waitFor(t, "the refusal of 1.1.0", time.Minute, func() bool {
