@@ -91,6 +91,7 @@ func TestAdminAckHoldsMinorUpdates(t *testing.T) {
 
 	t.Log("the admin acknowledges; the operator wakes and accepts the minor")
 	admin := newClients(t).kube
+	acked := time.Now()
 	patch := fmt.Sprintf(`{"data":{%q:"true"}}`, e2eGate)
 	if _, err := admin.CoreV1().ConfigMaps(acks.Namespace).Patch(context.Background(), acks.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -99,6 +100,7 @@ func TestAdminAckHoldsMinorUpdates(t *testing.T) {
 		h := op.clusterVersion(t).Status.History
 		return len(h) > 0 && h[0].Version == "1.1.0" && h[0].State == configv1.CompletedUpdate
 	})
+	t.Logf("1.1.0 completed %s after the ack", time.Since(acked).Round(time.Millisecond))
 	cv = op.clusterVersion(t)
 	if h := cv.Status.History[0]; h.AcceptedRisks != "" {
 		t.Errorf("an acknowledged minor accepts no risk, got %q", h.AcceptedRisks)
