@@ -91,12 +91,19 @@ cluster's target; before a release has completed, an install's checks run).
 Against a cluster the payload is filtered with the feature set and enabled
 feature gates of the cluster's FeatureGate "cluster", as the operator does;
 --profile stays the profile.
+It also lists the cluster's admin gates that await an admin's ack
+("adminAcks"): the live ones in openshift-config-managed/admin-gates for the
+current minor, which hold back a minor or major update ("blocks"), not the
+payload's own, which apply only once it runs.
 Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
 server-side apply with dryRun=All, which the apiserver does not persist.
 
 --output json is a stable contract:
   {"release": "<version>", "mode": "<mode>",
-   "acceptance": {"checked": <bool>, "accepted": <bool>, "message": "..."},
+   "acceptance": {"checked": <bool>, "accepted": <bool>, "message": "...",
+                  "adminAcks": {"pending": [{"key": "ack-<x.y>-...", "version": "<x.y>",
+                                "text": "...", "url": "..."}], "problems": ["..."],
+                                "blocks": <bool>}},
    "capabilities": {"enabled": [...], "implicitlyEnabled": [...],
                     "wouldImplicitlyEnable": [...], "message": "..."},
    "nodes": [
@@ -245,6 +252,10 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}
 	plan, acceptance, err := planAgainst(ctx, cfg.Host, cc, e, rel, opts)
+	if err != nil {
+		return nil, planAcceptance{}, planCapabilities{}, err
+	}
+	acceptance.AdminAcks, err = clusterAdminAcks(ctx, cfg, cc, opts.Mode, rel.Version)
 	return plan, acceptance, caps, err
 }
 
@@ -309,6 +320,8 @@ type planAcceptance struct {
 	Accepted bool `json:"accepted"`
 	// Message says why it was not checked, or what the checks found.
 	Message string `json:"message"`
+	// AdminAcks are the cluster's admin gates awaiting an ack.
+	AdminAcks planAdminAcks `json:"adminAcks"`
 }
 
 // judgeUpdate reads the ClusterVersion and the update graph as the
@@ -497,6 +510,7 @@ func (d planDoc) text(live bool) string {
 		b.WriteString("Offline, \"apply\" stands for create, update or unchanged; pass --kubeconfig to compare with a cluster.\n")
 	} else {
 		fmt.Fprintf(&b, "Acceptance: %s\n", d.Acceptance.Message)
+		writeAdminAcks(&b, d.Acceptance.AdminAcks)
 	}
 	fmt.Fprintf(&b, "Capabilities: %s\n", d.Capabilities.summary())
 	fmt.Fprintf(&b, "\nApply walk: %s in %s; the nodes of a step may run in parallel\n", countNoun(len(d.walk(walkApply)), "node"), countNoun(len(d.steps), "step"))

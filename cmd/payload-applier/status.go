@@ -55,6 +55,8 @@ type statusJSON struct {
 	// ImplicitlyEnabledCapabilities are enabled though the spec does not
 	// ask for them.
 	ImplicitlyEnabledCapabilities []string `json:"implicitlyEnabledCapabilities"`
+	// AdminAcks are the admin gates awaiting an ack.
+	AdminAcks planAdminAcks `json:"adminAcks"`
 }
 
 func (o *statusOptions) run(cmd *cobra.Command) error {
@@ -90,6 +92,7 @@ func (o *statusOptions) run(cmd *cobra.Command) error {
 	}
 	doc := statusJSON{Current: precondition.LastCompletedVersion(cv.Status.History), Desired: cv.Status.Desired, Status: cv.Status, Deletes: []deletion.Record{}}
 	doc.ImplicitlyEnabledCapabilities = statusCapabilities(cv)
+	doc.AdminAcks = liveAdminAcks(ctx, kube, cv, "")
 	for _, r := range records {
 		if !r.Done() || r.ReappearedAt != nil {
 			doc.Deletes = append(doc.Deletes, r)
@@ -129,6 +132,7 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 		fmt.Fprintf(w, "Available updates: %s\n", strings.Join(versions, ", "))
 	}
 	writeCapabilitiesText(w, doc)
+	writeAdminAcks(w, doc.AdminAcks)
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CONDITION\tSTATUS\tREASON\tMESSAGE")

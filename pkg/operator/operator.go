@@ -15,6 +15,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -106,6 +107,11 @@ type Config struct {
 	// (apply) waits up to this long.
 	UpdateGraphTimeout time.Duration
 
+	// AdminGates is the ConfigMap of the release's admin gates, AdminAcks
+	// the admins' acknowledgements of them. Default the CVO's:
+	// openshift-config-managed/admin-gates, openshift-config/admin-acks.
+	AdminGates, AdminAcks types.NamespacedName
+
 	// eventTally, set by NewForConfig with the broadcaster it makes, lets
 	// Shutdown wait for the Events still on their way.
 	eventTally *eventTally
@@ -138,6 +144,12 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.UpdateGraphTimeout == 0 {
 		cfg.UpdateGraphTimeout = defaultGraphTimeout
+	}
+	if cfg.AdminGates == (types.NamespacedName{}) {
+		cfg.AdminGates = precondition.DefaultAdminGates
+	}
+	if cfg.AdminAcks == (types.NamespacedName{}) {
+		cfg.AdminAcks = precondition.DefaultAdminAcks
 	}
 }
 

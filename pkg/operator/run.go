@@ -151,6 +151,7 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	})
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	defer o.watchAdminAcks(ctx, poke)()
 	// The update graph is read beside the syncs, which never wait for it;
 	// an answer that changes the status starts one.
 	o.graphs.start(ctx, poke)

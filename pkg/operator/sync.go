@@ -269,6 +269,7 @@ func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersi
 	}
 	blockers := upgradeableBlockers(deletes, cleanups, items, cv.Spec.Overrides)
 	blockers = append(blockers, o.crdRemovalBlockers(ctx, cv)...)
+	blockers = append(blockers, o.adminAckBlockers(ctx, cv)...)
 	if out.LedgerErr != nil {
 		blockers = append(blockers, upgradeableBlocker{Reason: ReasonDeleteLedgerUnreadable,
 			Message: "Cluster minor or major version upgrades are not allowed while the delete ledger is unreadable: which deletes are pending is unknown"})

@@ -94,6 +94,20 @@ func (o *testOperator) sync(t testing.TB) *operator.Outcome {
 	return out
 }
 
+// run runs the operator's loop until the test ends.
+func (o *testOperator) run(t testing.TB, opts operator.RunOptions) {
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = o.Run(ctx, opts)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+}
+
 func (o *testOperator) request(t testing.TB, version string, force bool) {
 	t.Helper()
 	if err := o.RequestRelease(context.Background(), version, force); err != nil {

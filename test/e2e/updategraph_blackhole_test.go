@@ -31,16 +31,7 @@ func TestABlackHoledUpstreamHoldsNoPassOfTheRunningOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = op.Run(ctx, operator.RunOptions{ResyncInterval: 10 * time.Minute})
-	}()
-	defer func() {
-		cancel()
-		<-stopped
-	}()
+	op.run(t, operator.RunOptions{ResyncInterval: 10 * time.Minute})
 	completed := func(version string) func() bool {
 		return func() bool {
 			h := op.clusterVersion(t).Status.History
