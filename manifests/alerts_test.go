@@ -169,8 +169,10 @@ func (r *recorder) Register(c prometheus.Collector) error {
 	r.collectors = append(r.collectors, c)
 	return nil
 }
-func (r *recorder) MustRegister(cs ...prometheus.Collector) { r.collectors = append(r.collectors, cs...) }
-func (r *recorder) Unregister(prometheus.Collector) bool    { return false }
+func (r *recorder) MustRegister(cs ...prometheus.Collector) {
+	r.collectors = append(r.collectors, cs...)
+}
+func (r *recorder) Unregister(prometheus.Collector) bool { return false }
 
 // TestAlertRulesReadTheOperatorsMetrics: every metric an alert reads is
 // one the operator exports, so that no alert waits on a name that never
