@@ -22,6 +22,20 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
+// namespaceDelete is a manifest deleting the namespace name: lint cannot
+// know the operator runs there, the engine refuses it.
+func namespaceDelete(name string) string {
+	return `
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ` + name + `
+  annotations:
+    ` + include + `
+    ` + deleteAnnotation + `
+`
+}
+
 // series is one scraped sample.
 type series struct {
 	labels map[string]string
@@ -135,15 +149,7 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 	keep := map[string]string{"0000_50_demo_00_keep.yaml": configMap(ns, "keep", "x")}
 	// 1.0.1 deletes the namespace the operator runs in: the engine refuses
 	// that delete, which then fails every pass.
-	v101 := map[string]string{"0000_50_demo_00_keep.yaml": keep["0000_50_demo_00_keep.yaml"], "0000_00_danger_00_ns.yaml": `
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: ` + applierNS + `
-  annotations:
-    ` + include + `
-    ` + deleteAnnotation + `
-`}
+	v101 := map[string]string{"0000_50_demo_00_keep.yaml": keep["0000_50_demo_00_keep.yaml"], "0000_00_danger_00_ns.yaml": namespaceDelete(applierNS)}
 	store := writeStore(t, map[string]map[string]string{"1.0.0": keep, "1.0.1": v101, "1.2.0": keep})
 	graphFile := filepath.Join(t.TempDir(), "graph.json")
 	const channels = "io.openshift.upgrades.graph.release.channels"
