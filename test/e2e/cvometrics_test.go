@@ -150,7 +150,10 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 	// 1.0.1 deletes the namespace the operator runs in: the engine refuses
 	// that delete, which then fails every pass.
 	v101 := map[string]string{"0000_50_demo_00_keep.yaml": keep["0000_50_demo_00_keep.yaml"], "0000_00_danger_00_ns.yaml": namespaceDelete(applierNS)}
-	store := writeStore(t, map[string]map[string]string{"1.0.0": keep, "1.0.1": v101, "1.2.0": keep})
+	// 1.0.2 holds a ConfigMap the apiserver refuses: its apply fails.
+	v102 := map[string]string{"0000_50_demo_00_keep.yaml": keep["0000_50_demo_00_keep.yaml"],
+		"0000_50_demo_01_bad.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n  namespace: " + ns + "\n  annotations:\n    " + include + "\ndata:\n  \"not a key\": x\n"}
+	store := writeStore(t, map[string]map[string]string{"1.0.0": keep, "1.0.1": v101, "1.0.2": v102, "1.2.0": keep})
 	graphFile := filepath.Join(t.TempDir(), "graph.json")
 	const channels = "io.openshift.upgrades.graph.release.channels"
 	graph := `{"nodes": [
@@ -190,9 +193,16 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 	if _, err := op.config.ConfigV1().ClusterVersions().Update(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"}); err != nil {
 		t.Fatal(err)
 	}
-	// The loop, for its ClusterOperator informer and its graph reader; the
-	// test also syncs itself. A long interval: it syncs on changes only.
-	op.run(t, operator.RunOptions{ResyncInterval: time.Hour})
+	// The loop, for its ClusterOperator informer and its graph reader, until
+	// the transitions are counted; the test syncs itself after that, so that
+	// no pass of the loop changes the status between a scrape and a read.
+	loopCtx, stopLoop := context.WithCancel(ctx)
+	loopDone := make(chan struct{})
+	go func() {
+		defer close(loopDone)
+		_ = op.Run(loopCtx, operator.RunOptions{ResyncInterval: time.Hour})
+	}()
+	t.Cleanup(func() { stopLoop(); <-loopDone })
 
 	t.Log("install 1.0.0")
 	op.request(t, "1.0.0", false)
@@ -269,6 +279,9 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 		t.Errorf("transitions of %s: %v, want Available only (Degraded stayed Unknown)", co, got)
 	}
 
+	stopLoop()
+	<-loopDone
+
 	t.Log("a refused update: 1.2.0 skips a minor")
 	op.request(t, "1.2.0", false)
 	if out := op.sync(t); out.Refused == nil {
@@ -312,6 +325,30 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 	if v := requireOne(t, all, "payload_applier_deletes_total", map[string]string{"result": "failed"}); v < 1 {
 		t.Errorf("deletes_total{failed} = %v", v)
 	}
+
+	t.Log("1.0.2, whose apply fails: Failing, updating and payload errors")
+	op.request(t, "1.0.2", false)
+	if out := op.sync(t); out.Refused != nil || out.Result.Complete() {
+		t.Fatalf("1.0.2 must be accepted and fail: refused %v", out.Refused)
+	}
+	all = scrapeAll(t, metricsURL)
+	cv = op.clusterVersion(t)
+	failing := requireCondition(t, cv, operator.ConditionFailing, configv1.ConditionTrue, "")
+	image102 := cv.Status.Desired.Image
+	if v := requireOne(t, all, "cluster_version", map[string]string{"type": "failure", "version": "1.0.2", "image": image102, "from_version": "1.0.1"}); v != float64(failing.LastTransitionTime.Unix()) {
+		t.Errorf("failure = %v, want Failing's transition %v", v, failing.LastTransitionTime.Unix())
+	}
+	if v := requireOne(t, all, "cluster_version", map[string]string{"type": "updating", "version": "1.0.2", "image": image102, "from_version": "1.0.1"}); v != float64(cv.Status.History[0].StartedTime.Unix()) {
+		t.Errorf("updating = %v, want the start of 1.0.2 %v", v, cv.Status.History[0].StartedTime.Unix())
+	}
+	requireOne(t, all, "cluster_version", map[string]string{"type": "current", "version": "1.0.2", "image": image102, "from_version": "1.0.1"})
+	if v := requireOne(t, all, "cluster_operator_payload_errors", map[string]string{"version": "1.0.2"}); v < 1 {
+		t.Errorf("cluster_operator_payload_errors{1.0.2} = %v, want at least the one failed apply", v)
+	}
+	if v := requireOne(t, all, "cluster_version_payload", map[string]string{"version": "1.0.2", "type": "pending"}); v != 1 {
+		t.Errorf("cluster_version_payload{pending} = %v, want the failed manifest", v)
+	}
+	requireVersionConditions(t, all, cv, "1.0.1")
 
 	t.Log("the ClusterVersion deleted: ClusterVersionNotFound")
 	if err := op.config.ConfigV1().ClusterVersions().Delete(ctx, op.name, metav1.DeleteOptions{}); err != nil {
