@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -91,10 +92,19 @@ func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A series collected twice fails the whole scrape: bad input (a
+	// ClusterOperator named "version", values equal once bounded) must
+	// not, so the first one wins.
+	emitted := map[string]bool{}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		for i := range labels {
 			labels[i] = label(labels[i])
 		}
+		key := d.String() + "\x00" + strings.Join(labels, "\x00")
+		if emitted[key] {
+			return
+		}
+		emitted[key] = true
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	switch {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -234,5 +235,30 @@ cluster_version_available_updates{channel="fast-1",upstream="https://updates.exa
 	c.setClusterVersion(&configv1.ClusterVersion{})
 	if n := testutil.CollectAndCount(c, "cluster_version_operator_update_retrieval_timestamp_seconds", "cluster_version_available_updates"); n != 0 {
 		t.Errorf("%d retrieval or available update series without a graph, want none", n)
+	}
+}
+
+// TestBadInputNeverFailsTheScrape: series that would be collected twice
+// fail a whole scrape; the first one is kept instead.
+func TestBadInputNeverFailsTheScrape(t *testing.T) {
+	long := func(last string) configv1.ClusterStatusConditionType {
+		return configv1.ClusterStatusConditionType(strings.Repeat("x", 2*maxLabelBytes) + last)
+	}
+	c := newStatusCollector()
+	c.setClusterVersion(&configv1.ClusterVersion{Status: configv1.ClusterVersionStatus{Conditions: []configv1.ClusterOperatorStatusCondition{
+		{Type: configv1.OperatorAvailable, Status: configv1.ConditionTrue, Reason: "AsExpected"}}}})
+	c.setOperators([]configv1.ClusterOperator{
+		{ObjectMeta: metav1.ObjectMeta{Name: "version"}, Status: configv1.ClusterOperatorStatus{Conditions: []configv1.ClusterOperatorStatusCondition{
+			{Type: configv1.OperatorAvailable, Status: configv1.ConditionTrue, Reason: "AsExpected"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "dns"}, Status: configv1.ClusterOperatorStatus{Conditions: []configv1.ClusterOperatorStatusCondition{
+			{Type: long("a"), Status: configv1.ConditionTrue}, {Type: long("b"), Status: configv1.ConditionTrue}}}},
+	})
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	if _, err := reg.Gather(); err != nil {
+		t.Fatalf("the scrape fails: %v", err)
+	}
+	if n := testutil.CollectAndCount(c, "cluster_operator_conditions"); n != 2 {
+		t.Errorf("%d condition series, want version's Available and one of dns's", n)
 	}
 }
