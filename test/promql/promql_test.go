@@ -238,3 +238,23 @@ func TestPrometheusMissingFailsSayingHowToInstall(t *testing.T) {
 		t.Fatalf("FindPrometheus without prometheus on PATH: %v", err)
 	}
 }
+
+// The harness loads rule files, for the tests of the shipped alerts.
+func TestPrometheusHarnessLoadsRuleFiles(t *testing.T) {
+	target := serveMetrics(t, "# TYPE test_risk gauge\ntest_risk{cluster=\"a\"} 1\n")
+	rulesFile := filepath.Join(t.TempDir(), "rules.yaml")
+	if err := os.WriteFile(rulesFile, []byte(`groups:
+- name: test
+  rules:
+  - alert: TestRiskApplies
+    expr: test_risk == 1
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prom := cluster.StartPrometheusForTest(t, cluster.PrometheusOptions{Targets: []string{target}, RuleFiles: []string{rulesFile}})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := prom.WaitForQuery(ctx, `ALERTS{alertname="TestRiskApplies"}`, `"alertstate":"firing"`); err != nil {
+		t.Fatal(err)
+	}
+}
