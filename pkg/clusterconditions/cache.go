@@ -86,7 +86,7 @@ func (c *cache) match(ctx context.Context, query string) (bool, error) {
 	select {
 	case c.turn <- struct{}{}:
 	case <-waitCtx.Done():
-		return c.stale(query, "waited %s for other risk queries", c.wait)
+		return c.stale(ctx, query, "waited %s for other risk queries", c.wait)
 	}
 	defer func() { <-c.turn }()
 	// Another caller may have asked the same while this one waited.
@@ -102,7 +102,7 @@ func (c *cache) match(ctx context.Context, query string) (bool, error) {
 		case <-t.C():
 		case <-waitCtx.Done():
 			t.Stop()
-			return c.stale(query, "queries are spaced %s apart", QueryInterval)
+			return c.stale(ctx, query, "queries are spaced %s apart", QueryInterval)
 		}
 	}
 
@@ -144,7 +144,10 @@ func (c *cache) fresh(query string) (*cacheEntry, bool) {
 
 // stale answers a query that did not get its turn: from its entry while
 // that has not expired, else with an error saying why.
-func (c *cache) stale(query, why string, args ...any) (bool, error) {
+func (c *cache) stale(ctx context.Context, query, why string, args ...any) (bool, error) {
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.entries[query]; ok && c.clock.Since(e.when) < ResultExpiry {
