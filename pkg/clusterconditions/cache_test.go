@@ -233,3 +233,16 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestCacheCallerThatGivesUpWaitingGetsItsOwnError(t *testing.T) {
+	c, e, _ := newTestCache(time.Minute)
+	mustMatch(t, c, "first") // the next query must wait QueryInterval
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if _, err := c.match(ctx, "second"); !errors.Is(err, context.Canceled) {
+		t.Errorf("error %v, want context.Canceled", err)
+	}
+	if e.calls["second"] != 0 {
+		t.Error("a caller that gave up was evaluated")
+	}
+}
