@@ -41,6 +41,7 @@ type startOptions struct {
 	tlsCert     string
 	tlsKey      string
 	inclusion   inclusionFlags
+	prometheus  prometheusFlags
 }
 
 func newStartCommand() *cobra.Command {
@@ -71,7 +72,10 @@ Manifests are included for --profile (default $CLUSTER_PROFILE), without
 those --exclude-manifests (default $EXCLUDE_MANIFESTS) excludes, and for the
 feature set and feature gates of the cluster's FeatureGate "cluster", read
 every pass and watched; a new feature set restarts the sync. Without a
-FeatureGate, the Default feature set and its gates apply.`,
+FeatureGate, the Default feature set and its gates apply.
+
+Conditional updates' PromQL risks are queried at --prometheus-url, each
+query at most once an hour and at most one query a second.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -90,6 +94,7 @@ FeatureGate, the Default feature set and its gates apply.`,
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	o.inclusion.add(cmd)
+	o.prometheus.add(cmd)
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	return cmd
 }
@@ -131,6 +136,10 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	risks, err := o.prometheus.riskConditions(reg)
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
 		Releases:        &operator.DirStore{Root: o.payloads},
 		Puller:          puller,
@@ -143,6 +152,7 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		UpdateGraph:              graphSource(o.updateGraph),
 		UpdateGraphRefresh:       o.graphEvery,
 		UpdateGraphTimeout:       o.graphWait,
+		RiskConditions:           risks,
 		OperandCleanupStallAfter: o.stallAfter,
 		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter},
 	})

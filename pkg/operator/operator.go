@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
@@ -106,6 +107,8 @@ type Config struct {
 	// read in the background and no sync waits for it; a Sync without Run
 	// (apply) waits up to this long.
 	UpdateGraphTimeout time.Duration
+	// RiskConditions evaluates the matching rules of conditional update risks.
+	RiskConditions *clusterconditions.Registry
 
 	// AdminGates is the ConfigMap of the release's admin gates, AdminAcks
 	// the admins' acknowledgements of them. Default the CVO's:
