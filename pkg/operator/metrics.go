@@ -15,12 +15,13 @@ import (
 // Metrics are the operator's Prometheus metrics: the CVO's, so existing
 // dashboards and alerts work, plus deletion metrics the CVO lacks.
 type Metrics struct {
-	clusterVersion      *prometheus.GaugeVec
+	// status computes the ClusterVersion and ClusterOperator series at
+	// scrape time (statusmetrics.go).
+	status              *statusCollector
 	payload             *prometheus.GaugeVec
-	operatorUp          *prometheus.GaugeVec
-	operatorConditions  *prometheus.GaugeVec
 	payloadErrors       *prometheus.CounterVec
 	deletesInProgress   prometheus.Gauge
+	deletesStuck        prometheus.Gauge
 	deleteOldestPending prometheus.Gauge
 	deletesTotal        *prometheus.CounterVec
 	syncDuration        *prometheus.HistogramVec
@@ -35,22 +36,11 @@ type Metrics struct {
 // NewMetrics creates the metrics and registers them with reg.
 func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		clusterVersion: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cluster_version",
-			Help: "Reports the version of the cluster in terms of seconds since the epoch. Type 'current' is the version being applied and the value is the creation date of the payload. 'desired' is the version the cluster is reconciling towards. 'completed' is the time the most recent version was completely applied. 'initial' is the version the cluster was installed with. 'updating' is set while an update is in progress, with the start time.",
-		}, []string{"type", "version", "image", "from_version"}),
+		status: newStatusCollector(),
 		payload: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "cluster_version_payload",
 			Help: "Reports the number of manifests applied ('applied') and not yet applied ('pending') for a version.",
 		}, []string{"version", "type"}),
-		operatorUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cluster_operator_up",
-			Help: "1 if a cluster operator is Available=True, 0 otherwise.",
-		}, []string{"name", "version", "reason"}),
-		operatorConditions: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "cluster_operator_conditions",
-			Help: "Cluster operator conditions: 1 True, 0 False, -1 Unknown.",
-		}, []string{"name", "condition", "reason"}),
 		payloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cluster_operator_payload_errors",
 			Help: "Counts failed manifest applies per version.",
@@ -58,6 +48,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		deletesInProgress: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payload_applier_deletes_in_progress",
 			Help: "Deletes requested by a payload that have not completed.",
+		}),
+		deletesStuck: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "payload_applier_deletes_stuck",
+			Help: "Issued deletes still in progress after --delete-stuck-after.",
 		}),
 		deleteOldestPending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "payload_applier_delete_oldest_pending_seconds",
@@ -97,8 +91,8 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Report currently enabled cluster capabilities.  0 is disabled, and 1 is enabled.",
 		}, []string{"name"}),
 	}
-	for _, c := range []prometheus.Collector{m.clusterVersion, m.payload, m.operatorUp, m.operatorConditions,
-		m.payloadErrors, m.deletesInProgress, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState, m.finalizerHolds,
+	for _, c := range []prometheus.Collector{m.status, m.payload,
+		m.payloadErrors, m.deletesInProgress, m.deletesStuck, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState, m.finalizerHolds,
 		m.statusTruncated, m.capability} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
@@ -129,7 +123,7 @@ func (m *Metrics) observeCapabilities(caps payload.Capabilities) {
 }
 
 // observeSync records one pass.
-func (m *Metrics) observeSync(d time.Duration, cv *configv1.ClusterVersion, res *apply.SyncResult) {
+func (m *Metrics) observeSync(d time.Duration, res *apply.SyncResult) {
 	m.syncDuration.WithLabelValues(string(res.Mode)).Observe(d.Seconds())
 	m.payload.Reset()
 	m.payload.WithLabelValues(res.Release, "applied").Set(float64(res.Done))
@@ -137,31 +131,12 @@ func (m *Metrics) observeSync(d time.Duration, cv *configv1.ClusterVersion, res 
 	if n := len(res.Errors); n > 0 {
 		m.payloadErrors.WithLabelValues(res.Release).Add(float64(n))
 	}
-	m.clusterVersion.Reset()
-	h := cv.Status.History
-	if len(h) == 0 {
-		return
-	}
-	desired := cv.Status.Desired
-	m.clusterVersion.WithLabelValues("desired", desired.Version, desired.Image, "").Set(float64(h[0].StartedTime.Unix()))
-	initial := h[len(h)-1]
-	m.clusterVersion.WithLabelValues("initial", initial.Version, initial.Image, "").Set(float64(initial.StartedTime.Unix()))
-	for i, e := range h {
-		if e.State != configv1.CompletedUpdate || e.CompletionTime == nil {
-			continue
-		}
-		m.clusterVersion.WithLabelValues("current", e.Version, e.Image, "").Set(float64(e.StartedTime.Unix()))
-		m.clusterVersion.WithLabelValues("completed", e.Version, e.Image, "").Set(float64(e.CompletionTime.Unix()))
-		if i > 0 {
-			m.clusterVersion.WithLabelValues("updating", desired.Version, desired.Image, e.Version).Set(float64(h[0].StartedTime.Unix()))
-		}
-		break
-	}
 }
 
 // observeDeletes records the ledger's view and the ClusterOperators.
 func (m *Metrics) observeDeletes(deletes deletion.Summary, operators []configv1.ClusterOperator) {
 	m.deletesInProgress.Set(float64(len(deletes.InProgress)))
+	m.deletesStuck.Set(float64(len(deletes.Stuck)))
 	m.deleteOldestPending.Set(deletes.OldestPending.Seconds())
 	// Reset first: a finalizer that let go must not linger as a series.
 	m.finalizerHolds.Reset()
@@ -170,34 +145,7 @@ func (m *Metrics) observeDeletes(deletes deletion.Summary, operators []configv1.
 			m.finalizerHolds.WithLabelValues(f).Inc()
 		}
 	}
-	m.operatorUp.Reset()
-	m.operatorConditions.Reset()
-	for _, co := range operators {
-		version := ""
-		for _, v := range co.Status.Versions {
-			if v.Name == "operator" {
-				version = v.Version
-			}
-		}
-		up, reason := 0.0, ""
-		for _, c := range co.Status.Conditions {
-			val := -1.0
-			switch c.Status {
-			case configv1.ConditionTrue:
-				val = 1
-			case configv1.ConditionFalse:
-				val = 0
-			}
-			m.operatorConditions.WithLabelValues(co.Name, string(c.Type), c.Reason).Set(val)
-			if c.Type == configv1.OperatorAvailable {
-				up, reason = val, c.Reason
-				if up < 0 {
-					up = 0
-				}
-			}
-		}
-		m.operatorUp.WithLabelValues(co.Name, version, reason).Set(up)
-	}
+	m.status.setOperators(operators)
 }
 
 // observeDeprecation sets the deprecation gauge for the release the
@@ -240,5 +188,29 @@ func (m *Metrics) observeStatusCuts(perField map[string]int) {
 	m.statusTruncated.Reset()
 	for field, n := range perField {
 		m.statusTruncated.WithLabelValues(field).Set(float64(n))
+	}
+}
+
+// observeStatus records the ClusterVersion as written, nil when it was not
+// found, for the series computed at scrape time.
+func (m *Metrics) observeStatus(cv *configv1.ClusterVersion) {
+	if m != nil {
+		m.status.setClusterVersion(cv)
+	}
+}
+
+// observeOperatorChange counts the condition transitions between two
+// versions of a ClusterOperator, as the run loop's informer sees them.
+func (m *Metrics) observeOperatorChange(older, newer *configv1.ClusterOperator) {
+	if m != nil {
+		m.status.operatorChanged(older, newer)
+	}
+}
+
+// observeRetrieval records the update graph query of a pass and its last
+// good answer.
+func (m *Metrics) observeRetrieval(q graphQuery, good graphAnswer, now time.Time) {
+	if m != nil {
+		m.status.setRetrieval(q, good, now)
 	}
 }

@@ -144,7 +144,11 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 		UpdateFunc: func(oldObj, newObj interface{}) {
 			oldCO, ok1 := oldObj.(*configv1.ClusterOperator)
 			newCO, ok2 := newObj.(*configv1.ClusterOperator)
-			if ok1 && ok2 && operatorChanged(oldCO, newCO) {
+			if !ok1 || !ok2 {
+				return
+			}
+			o.metrics.observeOperatorChange(oldCO, newCO)
+			if operatorChanged(oldCO, newCO) {
 				poke()
 			}
 		},

@@ -11,6 +11,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/retry"
@@ -74,6 +75,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 
 	cv, err := o.config.ConfigV1().ClusterVersions().Get(ctx, o.cfg.Name, metav1.GetOptions{})
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			o.metrics.observeStatus(nil)
+		}
 		return nil, fmt.Errorf("get ClusterVersion %s: %w", o.cfg.Name, err)
 	}
 	original := cv.DeepCopy()
@@ -181,7 +185,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	status.ObservedGeneration = cv.Generation
 	status.VersionHash = versionHash(rel)
 	if o.metrics != nil {
-		o.metrics.observeSync(o.clock.Since(start), cv, res)
+		o.metrics.observeSync(o.clock.Since(start), res)
 	}
 	return out, o.writeStatus(ctx, original, cv)
 }
@@ -298,6 +302,7 @@ func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.Clust
 func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.ClusterVersion) (*configv1.ClusterVersion, error) {
 	o.fitStatus(cv)
 	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
+		o.metrics.observeStatus(cv)
 		return nil, nil
 	}
 	var written *configv1.ClusterVersion
@@ -320,6 +325,7 @@ func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.Clus
 	if err != nil {
 		return nil, err
 	}
+	o.metrics.observeStatus(written)
 	return written, nil
 }
 

@@ -91,6 +91,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	status := &cv.Status
 	query := queryFor(o.cfg.UpdateGraph, cv, target)
 	latest, good := o.graphs.lookup(ctx, query)
+	o.metrics.observeRetrieval(query, good, now.Time)
 	source, version := query.source, query.version
 	if source == nil {
 		status.AvailableUpdates = nil

@@ -24,16 +24,8 @@ func TestUpgradeableSources(t *testing.T) {
 	// in: lint cannot know it is protected, the engine refuses it.
 	refusedFor := func(applierNS string) map[string]map[string]string {
 		return map[string]map[string]string{"1.0.0": files, "1.0.1": {
-			"0000_50_demo_00_a.yaml": configMap(ns, "a", "x"),
-			"0000_00_danger_00_ns.yaml": `
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: ` + applierNS + `
-  annotations:
-    ` + include + `
-    ` + deleteAnnotation + `
-`,
+			"0000_50_demo_00_a.yaml":    configMap(ns, "a", "x"),
+			"0000_00_danger_00_ns.yaml": namespaceDelete(applierNS),
 		}}
 	}
 	releases := map[string]map[string]string{"1.0.0": files}

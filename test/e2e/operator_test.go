@@ -181,7 +181,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 	if len(cv.Status.History) != 4 || cv.Status.History[0].Version != "1.1.0" {
 		t.Errorf("history = %+v", cv.Status.History)
 	}
-	if got := scrape(t, metricsURL, `cluster_version\{from_version="",image="[^"]*",type="completed",version="1.1.0"\}`); got == 0 {
+	if got := scrape(t, metricsURL, `cluster_version\{from_version="1.0.2",image="[^"]*",type="completed",version="1.1.0"\}`); got == 0 {
 		t.Error("cluster_version{type=completed} must report 1.1.0")
 	}
 }
