@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
@@ -107,6 +108,13 @@ type Config struct {
 	// (apply) waits up to this long.
 	UpdateGraphTimeout time.Duration
 
+	// RiskConditions evaluates the matching rules of conditional update
+	// risks. Default clusterconditions.New(nil): the Always type only.
+	RiskConditions *clusterconditions.Registry
+	// RiskEvaluationTimeout bounds the evaluation of all risks in one
+	// sync; a risk not evaluated by then is EvaluationFailed. Default 10s.
+	RiskEvaluationTimeout time.Duration
+
 	// AdminGates is the ConfigMap of the release's admin gates, AdminAcks
 	// the admins' acknowledgements of them. Default the CVO's:
 	// openshift-config-managed/admin-gates, openshift-config/admin-acks.
@@ -144,6 +152,12 @@ func (cfg *Config) setDefaults() {
 	}
 	if cfg.UpdateGraphTimeout == 0 {
 		cfg.UpdateGraphTimeout = defaultGraphTimeout
+	}
+	if cfg.RiskConditions == nil {
+		cfg.RiskConditions = clusterconditions.New(nil)
+	}
+	if cfg.RiskEvaluationTimeout == 0 {
+		cfg.RiskEvaluationTimeout = defaultRiskEvaluationTimeout
 	}
 	if cfg.AdminGates == (types.NamespacedName{}) {
 		cfg.AdminGates = precondition.DefaultAdminGates
@@ -185,6 +199,8 @@ type Operator struct {
 	verifier cachedVerifier
 	// features is the cluster's FeatureGate as last read.
 	features clusterFeatures
+	// acceptedRisks is spec.desiredUpdate.acceptRisks as last read.
+	acceptedRisks acceptedRiskCache
 }
 
 // New validates cfg and returns an Operator on its clients.

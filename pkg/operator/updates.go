@@ -93,7 +93,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	latest, good := o.graphs.lookup(ctx, query)
 	source, version := query.source, query.version
 	if source == nil {
-		status.AvailableUpdates = nil
+		o.clearUpdates(status)
 		status.Conditions = removeCondition(status.Conditions, configv1.RetrievedUpdates)
 		status.Conditions = removeCondition(status.Conditions, ConditionReleaseDeprecated)
 		o.metrics.observeDeprecation(version, false)
@@ -104,7 +104,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	switch {
 	case channel == "":
 		retrieved.Reason, retrieved.Message = updategraph.ReasonNoChannel, "The update channel has not been configured: set spec.channel."
-		status.AvailableUpdates = nil
+		o.clearUpdates(status)
 	case latest.key != query.key():
 		// The answer to a new query is on its way and wakes a sync when
 		// it comes; until then the status stays as it was.
@@ -120,19 +120,24 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 			// Kept: from before this process, likely for the same query.
 		default:
 			// They answered another upstream, channel or version.
-			status.AvailableUpdates = nil
+			o.clearUpdates(status)
 		}
 	default:
-		updates, found := latest.graph.InChannel(channel).Updates(version)
+		inChannel := latest.graph.InChannel(channel)
+		updates, found := inChannel.Updates(version)
 		if found {
+			if err := o.setUpdates(ctx, cv, inChannel, updates, version, now); err != nil {
+				retrieved.Reason = updategraph.ReasonOf(err)
+				retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: %v", source, err)
+				break
+			}
 			retrieved.Status, retrieved.Reason, retrieved.Message = configv1.ConditionTrue, "", ""
 			if age := o.clock.Since(latest.at); age > o.graphs.refresh+o.graphs.budget {
 				retrieved.Message = fmt.Sprintf("Available updates were last retrieved %s ago.", duration.HumanDuration(age))
 			}
-			status.AvailableUpdates = releasesOf(updates)
 			break
 		}
-		status.AvailableUpdates = nil
+		o.clearUpdates(status)
 		retrieved.Reason = updategraph.ReasonVersionNotFound
 		retrieved.Message = fmt.Sprintf("The cluster's version %s is not in the %q channel of %s: it may have been removed from the channel. "+
 			"Choose another channel in spec.channel, or update to a release by version.", version, channel, source)
