@@ -365,7 +365,8 @@ func AcceptRisks(ctx context.Context, dyn dynamic.Interface, name string) ([]str
 // acceptRisksOf reads spec.desiredUpdate.acceptRisks[].name; entries that
 // are not objects with a string name are skipped.
 func acceptRisksOf(u *unstructured.Unstructured) []string {
-	list, _, _ := unstructured.NestedSlice(u.Object, "spec", "desiredUpdate", "acceptRisks")
+	field, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "desiredUpdate", "acceptRisks")
+	list, _ := field.([]any)
 	var names []string
 	for _, item := range list {
 		m, ok := item.(map[string]any)
