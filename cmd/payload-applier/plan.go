@@ -341,8 +341,9 @@ func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine
 	var deprecated map[string]string
 	if cv != nil {
 		// An unreachable graph leaves deprecation unjudged, as it leaves
-		// the operator's last list.
-		deprecated, _ = operator.Deprecations(ctx, cv, rel.Version)
+		// the operator's last list; the updates are judged as the
+		// operator's next pass lists them.
+		deprecated = operator.ProjectUpdates(ctx, cv, rel.Version, e.DynamicClient())
 		// Upgradeable as the operator's next pass would judge CRD removals.
 		operator.LiveCRDRemovals(ctx, e, cv, rel)
 	}

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -312,6 +313,18 @@ func sortReleases(nodes []updategraph.Node) {
 		vb, _ := semver.Parse(b.Version)
 		return vb.Compare(va)
 	})
+}
+
+// ProjectUpdates sets cv's status.availableUpdates, conditionalUpdates
+// and RetrievedUpdates as the operator's next pass would, reading the
+// graph of cv's spec.upstream once, uncached and within the default budget,
+// and evaluating risks with the Always type only; it returns the releases
+// the graph deprecates, nil when there is none or it cannot be read. plan
+// judges with it, so that it judges as the operator does.
+func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, dyn dynamic.Interface) map[string]string {
+	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout)}
+	o.cfg.RiskConditions, o.cfg.RiskEvaluationTimeout = clusterconditions.New(nil), defaultRiskEvaluationTimeout
+	return o.refreshUpdates(ctx, cv, target, metav1.Now())
 }
 
 // clusterVersionsResource is the ClusterVersion, read unstructured for

@@ -8,7 +8,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
@@ -61,24 +60,6 @@ func (q graphQuery) readable() bool {
 // read fetches the graph of a readable query.
 func (q graphQuery) read(ctx context.Context) (*updategraph.Graph, error) {
 	return q.source.Graph(ctx, q.channel, q.version)
-}
-
-// Deprecations reads the update graph of cv's spec.upstream as the
-// operator reads it before it judges target, uncached and within the
-// default budget of one read, and returns the releases it deprecates: nil
-// when cv names no graph, or when the graph cannot be read, which the
-// error then says.
-func Deprecations(ctx context.Context, cv *configv1.ClusterVersion, target string) (map[string]string, error) {
-	q := queryFor(nil, cv, target)
-	if !q.readable() {
-		return nil, nil
-	}
-	once := graphFetcher{clock: clock.RealClock{}, budget: defaultGraphTimeout}
-	a := once.read(ctx, q)
-	if a.err != nil {
-		return nil, a.err
-	}
-	return a.graph.Deprecations(), nil
 }
 
 // refreshUpdates sets status.availableUpdates, RetrievedUpdates and
