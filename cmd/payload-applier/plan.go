@@ -322,6 +322,9 @@ type planAcceptance struct {
 	Message string `json:"message"`
 	// AdminAcks are the cluster's admin gates awaiting an ack.
 	AdminAcks planAdminAcks `json:"adminAcks"`
+	// ConditionalUpdate is the target's entry among the conditional
+	// updates, when the update graph lists it with risks.
+	ConditionalUpdate *planConditional `json:"conditionalUpdate,omitempty"`
 }
 
 // judgeUpdate reads the ClusterVersion and the update graph as the
@@ -348,7 +351,11 @@ func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine
 		operator.LiveCRDRemovals(ctx, e, cv, rel)
 	}
 	v := operator.Judge(ctx, e, cv, rel.Version, rel, deprecated)
-	return v, acceptanceOf(v, rel.Version), nil
+	acceptance := acceptanceOf(v, rel.Version)
+	if cv != nil {
+		acceptance.ConditionalUpdate = conditionalFor(cv.Status.ConditionalUpdates, rel.Version)
+	}
+	return v, acceptance, nil
 }
 
 // acceptanceOf words the verdict on target for plan.
@@ -511,6 +518,9 @@ func (d planDoc) text(live bool) string {
 		b.WriteString("Offline, \"apply\" stands for create, update or unchanged; pass --kubeconfig to compare with a cluster.\n")
 	} else {
 		fmt.Fprintf(&b, "Acceptance: %s\n", d.Acceptance.Message)
+		if c := d.Acceptance.ConditionalUpdate; c != nil {
+			writeConditional(&b, "Known risks of ", d.Release, c)
+		}
 		writeAdminAcks(&b, d.Acceptance.AdminAcks)
 	}
 	fmt.Fprintf(&b, "Capabilities: %s\n", d.Capabilities.summary())
