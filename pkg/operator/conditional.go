@@ -395,3 +395,38 @@ func acceptRisksOf(u *unstructured.Unstructured) []string {
 	}
 	return names
 }
+
+// boundConditional caps status.conditionalUpdates and the channels of
+// their releases, for the status budget (budget.go).
+func boundConditional(st *configv1.ClusterVersionStatus, cuts *statusCuts) {
+	st.ConditionalUpdates = st.ConditionalUpdates[:min(len(st.ConditionalUpdates), MaxConditionalUpdates)]
+	for i := range st.ConditionalUpdates {
+		r := &st.ConditionalUpdates[i].Release
+		r.Channels = capChannels(r.Channels, "conditionalUpdates", fmt.Sprintf("conditionalUpdates[%d].release", i), cuts)
+	}
+}
+
+// conditionalTexts are the strings of a conditional update the budget
+// bounds, beside its release: the risks' URLs, messages and queries, and
+// the conditions' messages. A risk's name is bounded where it is read
+// (updategraph.MaxRiskNameBytes), as acceptRisks matches it whole.
+func conditionalTexts(u *configv1.ConditionalUpdate, where string) []statusText {
+	var out []statusText
+	for j := range u.Risks {
+		r := &u.Risks[j]
+		w := fmt.Sprintf("%s.risks[%d]", where, j)
+		out = append(out,
+			statusText{p: &r.URL, where: w + ".url", field: "conditionalUpdates", limit: updategraph.MaxRiskURLBytes},
+			statusText{p: &r.Message, where: w + ".message", field: "conditionalUpdates", limit: maxRiskMessageBytes})
+		for k := range r.MatchingRules {
+			if q := r.MatchingRules[k].PromQL; q != nil {
+				out = append(out, statusText{p: &q.PromQL, where: fmt.Sprintf("%s.matchingRules[%d].promql", w, k), field: "conditionalUpdates", limit: maxMessageBytes})
+			}
+		}
+	}
+	for j := range u.Conditions {
+		c := &u.Conditions[j]
+		out = append(out, statusText{p: &c.Message, where: fmt.Sprintf("%s.conditions[%s].message", where, c.Type), field: "conditionalUpdates", limit: maxMessageBytes})
+	}
+	return out
+}
