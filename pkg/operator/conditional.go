@@ -230,7 +230,7 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 	}
 	// A target listed both ways is conditional, as the CVO prefers it.
 	updates = slices.DeleteFunc(slices.Clone(updates), func(n updategraph.Node) bool { return targets[n.Version] })
-	results := evaluateRisks(ctx, o.cfg.RiskConditions, conditional, o.cfg.RiskEvaluationTimeout)
+	results := o.risks.lookup(ctx, conditional)
 	accept := o.acceptRisks(ctx, cv)
 	previous := map[string][]metav1.Condition{}
 	for _, u := range status.ConditionalUpdates {
@@ -323,7 +323,8 @@ func sortReleases(nodes []updategraph.Node) {
 // judges with it, so that it judges as the operator does.
 func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, dyn dynamic.Interface) map[string]string {
 	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout)}
-	o.cfg.RiskConditions, o.cfg.RiskEvaluationTimeout = clusterconditions.New(nil), defaultRiskEvaluationTimeout
+	o.cfg.RiskConditions = clusterconditions.New(nil)
+	o.risks = newRiskEvaluator(o.clock, o.cfg.RiskConditions, defaultRiskEvaluationTimeout)
 	return o.refreshUpdates(ctx, cv, target, metav1.Now())
 }
 

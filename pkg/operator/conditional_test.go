@@ -135,6 +135,7 @@ func TestSyncEvaluatesConditionalUpdates(t *testing.T) {
 	// "Never" is no type the CRD admits, so the rule is pruned as the CVO
 	// prunes it; the PromQL name stands in for it.
 	c.op.cfg.RiskConditions = clusterconditions.New(map[string]clusterconditions.Condition{"PromQL": never{}})
+	c.op.risks.registry = c.op.cfg.RiskConditions
 	if err := os.WriteFile(graphFile, []byte(strings.ReplaceAll(conditionalGraphJSON, `{"type": "Never"}, {"type": "Always"}`, `{"type": "PromQL", "promql": {"promql": "0"}}`)), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,7 @@ type Operator struct {
 	syncMu   sync.Mutex
 	attempt  int
 	graphs   *graphFetcher
+	risks    *riskEvaluator
 	health   health
 	cuts     cutsReporter
 	releases map[string]*payload.Release
@@ -237,6 +238,7 @@ func New(cfg Config) (*Operator, error) {
 		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
 		graphs:   newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
+		risks:    newRiskEvaluator(cfg.Clock, cfg.RiskConditions, cfg.RiskEvaluationTimeout),
 		releases: map[string]*payload.Release{},
 		images:   images,
 		cvRef:    cfg.eventObject(),

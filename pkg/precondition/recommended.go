@@ -45,8 +45,9 @@ const (
 // difference: a target that is not recommended because a risk applies that
 // spec.desiredUpdate.acceptRisks does not name is refused (force accepts
 // it), where the CVO only warns and leaves refusing to `oc adm upgrade`;
-// this applier's users set spec.desiredUpdate themselves. A target whose
-// risks are all accepted passes with a warning naming them, so that
+// this applier's users set spec.desiredUpdate themselves. So is a target
+// whose Recommended is Unknown, unless every one of its risks is accepted.
+// A target whose risks are all accepted passes with a warning naming them, so that
 // history's acceptedRisks records them. With no update graph in use (no
 // RetrievedUpdates condition) it passes: nothing recommends anything.
 type RecommendedUpdate struct{}
@@ -85,7 +86,15 @@ func (r RecommendedUpdate) Run(_ context.Context, rc ReleaseContext) error {
 				Message: fmt.Sprintf("Update from %s to %s is not recommended: it is exposed to risks that spec.desiredUpdate.acceptRisks does not name (of %s):\n\n%s",
 					from, to, strings.Join(riskNames(u.Risks, rc.AcceptRisks, false), ", "), c.Message)}
 		default:
-			return warn(c.Reason, "Update from %s to %s is %s=%s: %s: %s", from, to, c.Type, c.Status, c.Reason, c.Message)
+			// Unknown: it may be exposed. Refused unless every risk it has
+			// is accepted, so that a risk not evaluated yet (as just after
+			// a start) or unevaluable lets nothing through unaccepted.
+			text := fmt.Sprintf("Update from %s to %s is %s=%s: %s: %s", from, to, c.Type, c.Status, c.Reason, c.Message)
+			if unaccepted := riskNames(u.Risks, rc.AcceptRisks, false); len(unaccepted) > 0 {
+				return &Error{Reason: c.Reason, Name: r.Name(), Message: fmt.Sprintf("%s\n\nRefused until its risks can be evaluated, or spec.desiredUpdate.acceptRisks names %s.",
+					text, strings.Join(unaccepted, ", "))}
+			}
+			return warn(c.Reason, "%s", text)
 		}
 	}
 	for _, u := range cv.Status.AvailableUpdates {
