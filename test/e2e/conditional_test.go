@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -125,5 +126,39 @@ func TestConditionalUpdateRisksRefuseUntilAccepted(t *testing.T) {
 	}
 	if h := op.clusterVersion(t).Status.History[0]; h.Version != "1.1.0" || h.State != configv1.CompletedUpdate {
 		t.Errorf("history[0] = %s %s, want 1.1.0 Completed", h.Version, h.State)
+	}
+}
+
+// TestRunningOperatorEvaluatesRisksBesideItsPasses: under Run, risks are
+// evaluated beside the passes and a result wakes one; the slow resync
+// interval shows that nothing else drives the status.
+func TestRunningOperatorEvaluatesRisksBesideItsPasses(t *testing.T) {
+	ns := testCluster.CreateNamespace(t)
+	keep := map[string]string{"0000_50_demo_00_keep.yaml": configMap(ns, "keep", "x")}
+	store := writeStore(t, map[string]map[string]string{"1.0.0": keep, "1.1.0": keep})
+	name := uniqueName(t, "conditional-run")
+	op := newOperatorOn(t, &operator.DirStore{Root: store}, name, ns, nil, nil)
+	op.request(t, "1.0.0", false)
+	if out := op.sync(t); !out.Result.Complete() {
+		t.Fatalf("install: %v", out.Result.Errors)
+	}
+	srv := newGraphServer(t, conditionalE2EGraph)
+	op.run(t, operator.RunOptions{ResyncInterval: 10 * time.Minute})
+	patchClusterVersion(t, name, `{"spec": {"upstream": "`+srv.URL+`/graph", "channel": "stable-1.0"}}`)
+
+	start := time.Now()
+	waitFor(t, "Recommended=False BadDisk on 1.1.0", time.Minute, func() bool {
+		rec := recommendedOf(op.clusterVersion(t), "1.1.0")
+		return rec != nil && rec.Status == metav1.ConditionFalse && rec.Reason == "BadDisk"
+	})
+	t.Logf("the risk's evaluation reached the status %s after the upstream was set", time.Since(start).Round(time.Millisecond))
+
+	patchClusterVersion(t, name, `{"spec": {"desiredUpdate": {"version": "1.1.0", "acceptRisks": [{"name": "BadDisk"}]}}}`)
+	waitFor(t, "the accepted update to 1.1.0 to complete", time.Minute, func() bool {
+		h := op.clusterVersion(t).Status.History
+		return len(h) > 0 && h[0].Version == "1.1.0" && h[0].State == configv1.CompletedUpdate
+	})
+	if h := op.clusterVersion(t).Status.History[0]; !strings.Contains(h.AcceptedRisks, "BadDisk") {
+		t.Errorf("history[0] accepted risks %q, want BadDisk", h.AcceptedRisks)
 	}
 }
