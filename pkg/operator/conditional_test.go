@@ -103,8 +103,8 @@ func TestAcceptRisksOf(t *testing.T) {
 }
 
 // conditionalGraphJSON: 1.0.0 updates to 1.0.1 plainly, to 1.1.0 with the
-// risk BadDisk (Always), to 1.2.0 with Unmatched (a rule never matching),
-// and lists 1.1.0 unconditionally too.
+// risk BadDisk (Always), to 1.2.0 with Unmatched (a PromQL rule, here one
+// that never matches), and lists 1.1.0 unconditionally too.
 const conditionalGraphJSON = `{"nodes": [
   {"version": "1.0.0", "payload": "r:1.0.0"},
   {"version": "1.0.1", "payload": "r:1.0.1"},
@@ -112,7 +112,7 @@ const conditionalGraphJSON = `{"nodes": [
   {"version": "1.2.0", "payload": "r:1.2.0"}
 ], "edges": [[0, 1], [0, 2]], "conditionalEdges": [
   {"edges": [{"from": "1.0.0", "to": "1.1.0"}], "risks": [{"name": "BadDisk", "url": "https://example.com/bad-disk", "message": "Disks fail.", "matchingRules": [{"type": "Always"}]}]},
-  {"edges": [{"from": "1.0.0", "to": "1.2.0"}], "risks": [{"name": "Unmatched", "url": "https://example.com/u", "message": "Never.", "matchingRules": [{"type": "Never"}, {"type": "Always"}]}]}
+  {"edges": [{"from": "1.0.0", "to": "1.2.0"}], "risks": [{"name": "Unmatched", "url": "https://example.com/u", "message": "Never.", "matchingRules": [{"type": "PromQL", "promql": {"promql": "0"}}]}]}
 ]}`
 
 // never is a rule type that never matches.
@@ -121,30 +121,32 @@ type never struct{}
 func (never) Valid(context.Context, *configv1.ClusterCondition) error         { return nil }
 func (never) Match(context.Context, *configv1.ClusterCondition) (bool, error) { return false, nil }
 
-func TestSyncEvaluatesConditionalUpdates(t *testing.T) {
+// newGraphFileCluster is a fake cluster at version whose releases are
+// versions, reading the update graph in the file it returns, with metrics.
+func newGraphFileCluster(t *testing.T, graph, version string, versions ...string) (*fakeCluster, string, *Metrics) {
+	t.Helper()
 	root := t.TempDir()
-	for _, v := range []string{"1.0.0", "1.1.0"} {
+	for _, v := range versions {
 		payloadtest.WriteRelease(t, root, v, nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
 	}
 	graphFile := filepath.Join(t.TempDir(), "graph.json")
-	if err := os.WriteFile(graphFile, []byte(conditionalGraphJSON), 0o644); err != nil {
+	if err := os.WriteFile(graphFile, []byte(graph), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+	c := newFakeCluster(t, &DirStore{Root: root}, version)
 	c.op.cfg.UpdateGraph = updategraph.FileSource{Path: graphFile}
-	// "Never" is no type the CRD admits, so the rule is pruned as the CVO
-	// prunes it; the PromQL name stands in for it.
-	c.op.cfg.RiskConditions = clusterconditions.New(map[string]clusterconditions.Condition{"PromQL": never{}})
-	c.op.risks.registry = c.op.cfg.RiskConditions
-	if err := os.WriteFile(graphFile, []byte(strings.ReplaceAll(conditionalGraphJSON, `{"type": "Never"}, {"type": "Always"}`, `{"type": "PromQL", "promql": {"promql": "0"}}`)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	metrics, err := NewMetrics(reg)
+	metrics, err := NewMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.op.metrics = metrics
+	return c, graphFile, metrics
+}
+
+func TestSyncEvaluatesConditionalUpdates(t *testing.T) {
+	c, graphFile, metrics := newGraphFileCluster(t, conditionalGraphJSON, "1.0.0", "1.0.0", "1.1.0")
+	c.op.cfg.RiskConditions = clusterconditions.New(map[string]clusterconditions.Condition{"PromQL": never{}})
+	c.op.risks.registry = c.op.cfg.RiskConditions
 	c.setChannel(t, "stable")
 	c.sync(t)
 

@@ -44,6 +44,25 @@ func patchClusterVersion(t *testing.T, name, patch string) *unstructured.Unstruc
 	return u
 }
 
+// newInstalledOperator is an operator on a ClusterVersion of its own,
+// named after base, with one release per version, the first installed.
+func newInstalledOperator(t *testing.T, base string, versions ...string) (*testOperator, string) {
+	t.Helper()
+	ns := testCluster.CreateNamespace(t)
+	keep := map[string]string{"0000_50_demo_00_keep.yaml": configMap(ns, "keep", "x")}
+	releases := map[string]map[string]string{}
+	for _, v := range versions {
+		releases[v] = keep
+	}
+	name := uniqueName(t, base)
+	op := newOperatorOn(t, &operator.DirStore{Root: writeStore(t, releases)}, name, ns, nil, nil)
+	op.request(t, versions[0], false)
+	if out := op.sync(t); !out.Result.Complete() {
+		t.Fatalf("install: %v", out.Result.Errors)
+	}
+	return op, name
+}
+
 func recommendedOf(cv *configv1.ClusterVersion, version string) *metav1.Condition {
 	for _, u := range cv.Status.ConditionalUpdates {
 		if u.Release.Version != version {
@@ -63,15 +82,7 @@ func recommendedOf(cv *configv1.ClusterVersion, version string) *metav1.Conditio
 // spec.desiredUpdate.acceptRisks names the risk, it is recommended,
 // proceeds, and history records the accepted risk.
 func TestConditionalUpdateRisksRefuseUntilAccepted(t *testing.T) {
-	ns := testCluster.CreateNamespace(t)
-	keep := map[string]string{"0000_50_demo_00_keep.yaml": configMap(ns, "keep", "x")}
-	store := writeStore(t, map[string]map[string]string{"1.0.0": keep, "1.0.1": keep, "1.1.0": keep})
-	name := uniqueName(t, "conditional")
-	op := newOperatorOn(t, &operator.DirStore{Root: store}, name, ns, nil, nil)
-	op.request(t, "1.0.0", false)
-	if out := op.sync(t); !out.Result.Complete() {
-		t.Fatalf("install: %v", out.Result.Errors)
-	}
+	op, name := newInstalledOperator(t, "conditional", "1.0.0", "1.0.1", "1.1.0")
 	srv := newGraphServer(t, conditionalE2EGraph)
 	patchClusterVersion(t, name, `{"spec": {"upstream": "`+srv.URL+`/graph", "channel": "stable-1.0"}}`)
 
@@ -133,15 +144,7 @@ func TestConditionalUpdateRisksRefuseUntilAccepted(t *testing.T) {
 // evaluated beside the passes and a result wakes one; the slow resync
 // interval shows that nothing else drives the status.
 func TestRunningOperatorEvaluatesRisksBesideItsPasses(t *testing.T) {
-	ns := testCluster.CreateNamespace(t)
-	keep := map[string]string{"0000_50_demo_00_keep.yaml": configMap(ns, "keep", "x")}
-	store := writeStore(t, map[string]map[string]string{"1.0.0": keep, "1.1.0": keep})
-	name := uniqueName(t, "conditional-run")
-	op := newOperatorOn(t, &operator.DirStore{Root: store}, name, ns, nil, nil)
-	op.request(t, "1.0.0", false)
-	if out := op.sync(t); !out.Result.Complete() {
-		t.Fatalf("install: %v", out.Result.Errors)
-	}
+	op, name := newInstalledOperator(t, "conditional-run", "1.0.0", "1.1.0")
 	srv := newGraphServer(t, conditionalE2EGraph)
 	op.run(t, operator.RunOptions{ResyncInterval: 10 * time.Minute})
 	patchClusterVersion(t, name, `{"spec": {"upstream": "`+srv.URL+`/graph", "channel": "stable-1.0"}}`)
