@@ -156,7 +156,9 @@ func TestRunningOperatorEvaluatesRisksBesideItsPasses(t *testing.T) {
 	})
 	t.Logf("the risk's evaluation reached the status %s after the upstream was set", time.Since(start).Round(time.Millisecond))
 
-	patchClusterVersion(t, name, `{"spec": {"desiredUpdate": {"version": "1.1.0", "acceptRisks": [{"name": "BadDisk"}]}}}`)
+	t.Log("risks accepted first, then the update requested as apply requests it: the request keeps acceptRisks")
+	patchClusterVersion(t, name, `{"spec": {"desiredUpdate": {"acceptRisks": [{"name": "BadDisk"}]}}}`)
+	op.request(t, "1.1.0", false)
 	waitFor(t, "the accepted update to 1.1.0 to complete", time.Minute, func() bool {
 		h := op.clusterVersion(t).Status.History
 		return len(h) > 0 && h[0].Version == "1.1.0" && h[0].State == configv1.CompletedUpdate
