@@ -94,7 +94,9 @@ feature gates of the cluster's FeatureGate "cluster", as the operator does;
 It also lists the cluster's admin gates that await an admin's ack
 ("adminAcks"): the live ones in openshift-config-managed/admin-gates for the
 current minor, which hold back a minor or major update ("blocks"), not the
-payload's own, which apply only once it runs.
+payload's own, which apply only once it runs. When the update graph lists the
+payload with known risks, "conditionalUpdate" gives them and its Recommended
+condition as the operator's next pass would (only Always rules evaluated).
 Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
 server-side apply with dryRun=All, which the apiserver does not persist.
 
@@ -103,7 +105,10 @@ server-side apply with dryRun=All, which the apiserver does not persist.
    "acceptance": {"checked": <bool>, "accepted": <bool>, "message": "...",
                   "adminAcks": {"pending": [{"key": "ack-<x.y>-...", "version": "<x.y>",
                                 "text": "...", "url": "..."}], "problems": ["..."],
-                                "blocks": <bool>}},
+                                "blocks": <bool>},
+                  "conditionalUpdate": {"risks": [{"name": "...", "url": "..."}],
+                                        "recommended": "True|False|Unknown", "reason": "...",
+                                        "message": "..."}},
    "capabilities": {"enabled": [...], "implicitlyEnabled": [...],
                     "wouldImplicitlyEnable": [...], "message": "..."},
    "nodes": [
@@ -111,7 +116,8 @@ server-side apply with dryRun=All, which the apiserver does not persist.
      "tasks": [{"file": "...", "line": 1, "group": "...", "version": "...",
                 "kind": "...", "namespace": "...", "name": "...",
                 "action": "...", "reason": "..."}]}]}
-Every key is always present, "after" and "tasks" are never null, and "file"
+Every key is always present (but "conditionalUpdate", absent without risks),
+"after" and "tasks" are never null, and "file"
 is relative to the payload directory. A node's id is its position in "nodes":
   - first the apply graph's nodes, with the graph's ids. A node without tasks
     is a join that links parallel nodes.
