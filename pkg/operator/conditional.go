@@ -220,7 +220,7 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 		o.clearUpdates(status)
 		return err
 	}
-	conditional = o.usableConditional(conditional)
+	conditional = usableConditional(conditional)
 	if len(conditional) > MaxConditionalUpdates {
 		conditional = conditional[:MaxConditionalUpdates]
 	}
@@ -259,23 +259,25 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 }
 
 // usableConditional drops what the ClusterVersion CRD would refuse, as the
-// CVO prunes it: rules of types it does not know, and the updates whose
-// risk is then left without rules, or has no message, or a URL that does
-// not parse. Each drop is logged.
-func (o *Operator) usableConditional(updates []updategraph.ConditionalUpdate) []updategraph.ConditionalUpdate {
-	known := o.cfg.RiskConditions.Types()
+// CVO prunes it: rules of types the CRD does not admit, and the updates
+// whose risk is then left without rules, or has no message, or a URL that
+// does not parse. Each drop is logged. A rule of an admitted type this
+// operator does not evaluate (PromQL without a Prometheus) stays, and
+// reads EvaluationFailed: pruning it could drop the update's only risk,
+// and the update would then read as unknown rather than risky.
+func usableConditional(updates []updategraph.ConditionalUpdate) []updategraph.ConditionalUpdate {
 	out := updates[:0:0]
 	for _, u := range updates {
 		risks := make([]configv1.ConditionalUpdateRisk, 0, len(u.Risks))
 		var problem string
 		for _, r := range u.Risks {
 			r.MatchingRules = slices.DeleteFunc(slices.Clone(r.MatchingRules), func(c configv1.ClusterCondition) bool {
-				return !slices.Contains(known, c.Type) || !slices.Contains(riskConditionTypes, c.Type)
+				return !slices.Contains(riskConditionTypes, c.Type)
 			})
 			_, urlErr := url.Parse(r.URL)
 			switch {
 			case len(r.MatchingRules) == 0:
-				problem = fmt.Sprintf("risk %q has no rule of a known type (%s)", r.Name, strings.Join(known, ", "))
+				problem = fmt.Sprintf("risk %q has no rule of a known type (%s)", r.Name, strings.Join(riskConditionTypes, ", "))
 			case r.Message == "" || r.URL == "" || urlErr != nil:
 				problem = fmt.Sprintf("risk %q lacks a message or a valid URL", r.Name)
 			}

@@ -256,3 +256,39 @@ func TestStatusBudgetBoundsConditionalUpdates(t *testing.T) {
 		t.Errorf("StatusTruncated %+v, want the cut named", c)
 	}
 }
+
+func TestUsableConditionalPrunesWhatTheCRDRefuses(t *testing.T) {
+	risk := func(name, url, message string, types ...string) configv1.ConditionalUpdateRisk {
+		r := configv1.ConditionalUpdateRisk{Name: name, URL: url, Message: message}
+		for _, ty := range types {
+			r.MatchingRules = append(r.MatchingRules, configv1.ClusterCondition{Type: ty})
+		}
+		return r
+	}
+	update := func(version string, risks ...configv1.ConditionalUpdateRisk) updategraph.ConditionalUpdate {
+		return updategraph.ConditionalUpdate{Release: updategraph.Node{Version: version}, Risks: risks}
+	}
+	got := usableConditional([]updategraph.ConditionalUpdate{
+		update("1.0.1", risk("A", "https://x", "m", "Nope", "Always")),
+		update("1.0.2", risk("B", "https://x", "m", "Nope")),
+		update("1.0.3", risk("C", "https://x", "", "Always")),
+		update("1.0.4", risk("D", "::not a url", "m", "Always")),
+		update("1.0.5", risk("E", "https://x", "m", "PromQL")),
+	})
+	var kept []string
+	for _, u := range got {
+		var types []string
+		for _, r := range u.Risks[0].MatchingRules {
+			types = append(types, r.Type)
+		}
+		kept = append(kept, u.Release.Version+":"+strings.Join(types, ","))
+	}
+	if s := strings.Join(kept, " "); s != "1.0.1:Always 1.0.5:PromQL" {
+		t.Errorf("kept %s, want 1.0.1:Always 1.0.5:PromQL", s)
+	}
+	// PromQL without a Prometheus: kept, and Unknown.
+	results := evaluateRisks(context.Background(), clusterconditions.New(nil), got[1:], time.Second)
+	if r := results["E"]; r.status != metav1.ConditionUnknown || !strings.Contains(r.message, `unknown type "PromQL"`) {
+		t.Errorf("E: %+v, want Unknown naming the type", r)
+	}
+}
