@@ -274,7 +274,7 @@ func usableConditional(updates []updategraph.ConditionalUpdate) []updategraph.Co
 			r.MatchingRules = slices.DeleteFunc(slices.Clone(r.MatchingRules), func(c configv1.ClusterCondition) bool {
 				return !slices.Contains(riskConditionTypes, c.Type)
 			})
-			_, urlErr := url.Parse(r.URL)
+			_, urlErr := url.ParseRequestURI(r.URL) // as the apiserver checks format: uri
 			switch {
 			case len(r.MatchingRules) == 0:
 				problem = fmt.Sprintf("risk %q has no rule of a known type (%s)", r.Name, strings.Join(riskConditionTypes, ", "))

@@ -272,7 +272,7 @@ func TestUsableConditionalPrunesWhatTheCRDRefuses(t *testing.T) {
 		update("1.0.1", risk("A", "https://x", "m", "Nope", "Always")),
 		update("1.0.2", risk("B", "https://x", "m", "Nope")),
 		update("1.0.3", risk("C", "https://x", "", "Always")),
-		update("1.0.4", risk("D", "::not a url", "m", "Always")),
+		update("1.0.4", risk("D", "not-absolute", "m", "Always")),
 		update("1.0.5", risk("E", "https://x", "m", "PromQL")),
 	})
 	var kept []string
