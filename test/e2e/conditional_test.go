@@ -167,3 +167,38 @@ func TestRunningOperatorEvaluatesRisksBesideItsPasses(t *testing.T) {
 		t.Errorf("history[0] accepted risks %q, want BadDisk", h.AcceptedRisks)
 	}
 }
+
+// TestConditionalUpdatesOfEveryShapeAreWritten: the apiserver takes every
+// shape of entry the operator writes: a risk name that is no valid reason,
+// a long message, a pruned rule type, a PromQL rule nobody evaluates.
+func TestConditionalUpdatesOfEveryShapeAreWritten(t *testing.T) {
+	op, name := newInstalledOperator(t, "conditional-shapes", "1.0.0")
+	long := strings.Repeat("m", 10<<10)
+	graph := `{"nodes": [
+  {"version": "1.0.0", "payload": "r:1.0.0"}, {"version": "1.1.0", "payload": "r:1.1.0"},
+  {"version": "1.2.0", "payload": "r:1.2.0"}, {"version": "1.3.0", "payload": ""}
+], "edges": [], "conditionalEdges": [
+  {"edges": [{"from": "1.0.0", "to": "1.1.0"}], "risks": [{"name": "not a reason!", "url": "https://example.com/a", "message": "` + long + `", "matchingRules": [{"type": "Nope"}, {"type": "Always"}]}]},
+  {"edges": [{"from": "1.0.0", "to": "1.2.0"}], "risks": [{"name": "Metric", "url": "https://example.com/b", "message": "m", "matchingRules": [{"type": "PromQL", "promql": {"promql": "cluster_version{_id=\"\"} > 0"}}]},
+                                                        {"name": "Also", "url": "https://example.com/c", "message": "m", "matchingRules": [{"type": "Always"}]}]},
+  {"edges": [{"from": "1.0.0", "to": "1.3.0"}], "risks": [{"name": "Dropped", "url": "relative", "message": "m", "matchingRules": [{"type": "Always"}]}]}
+]}`
+	srv := newGraphServer(t, graph)
+	patchClusterVersion(t, name, `{"spec": {"upstream": "`+srv.URL+`/graph", "channel": "stable-1.0"}}`)
+	op.sync(t)
+	cv := op.clusterVersion(t)
+	requireCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "")
+	if n := len(cv.Status.ConditionalUpdates); n != 2 {
+		t.Fatalf("%d conditional updates written, want 2 (1.3.0 dropped for its URL): %+v", n, cv.Status.ConditionalUpdates)
+	}
+	if rec := recommendedOf(cv, "1.1.0"); rec == nil || rec.Status != metav1.ConditionFalse || rec.Reason != precondition.ReasonExposedToRisks {
+		t.Errorf("1.1.0: %+v, want False ExposedToRisks", rec)
+	}
+	if r := cv.Status.ConditionalUpdates[1].Risks[0]; len(r.Message) > 4<<10 || len(r.MatchingRules) != 1 {
+		t.Errorf("1.1.0's risk: message of %d bytes, rules %+v: want it bounded and Nope pruned", len(r.Message), r.MatchingRules)
+	}
+	if rec := recommendedOf(cv, "1.2.0"); rec == nil || rec.Status != metav1.ConditionFalse || rec.Reason != precondition.ReasonMultipleReasons ||
+		!strings.Contains(rec.Message, `unknown type "PromQL"`) {
+		t.Errorf("1.2.0: %+v, want False MultipleReasons with the PromQL rule unevaluated", rec)
+	}
+}
