@@ -83,7 +83,7 @@ func (r RecommendedUpdate) Run(_ context.Context, rc ReleaseContext) error {
 			return nil
 		case c.Status == metav1.ConditionFalse:
 			return &Error{Reason: c.Reason, Name: r.Name(),
-				Message: fmt.Sprintf("Update from %s to %s is not recommended: it is exposed to risks that spec.desiredUpdate.acceptRisks does not name (of %s):\n\n%s",
+				Message: fmt.Sprintf("Update from %s to %s is not recommended, and spec.desiredUpdate.acceptRisks does not name its risks %s:\n\n%s",
 					from, to, strings.Join(riskNames(u.Risks, rc.AcceptRisks, false), ", "), c.Message)}
 		default:
 			// Unknown: it may be exposed. Refused unless every risk it has

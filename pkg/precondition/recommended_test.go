@@ -44,7 +44,7 @@ func TestRecommendedUpdate(t *testing.T) {
 			entries: []configv1.ConditionalUpdate{entry("1.0.1", metav1.ConditionTrue, ReasonNotExposedToRisks, "ok", "A")}},
 		{name: "exposed: refused naming the risk", channel: "c", conditions: retrieved(configv1.ConditionTrue),
 			entries: []configv1.ConditionalUpdate{entry("1.0.2", metav1.ConditionTrue, ReasonNotExposedToRisks, "", "B"), entry("1.0.1", metav1.ConditionFalse, "BadDisk", "disks fail https://x", "BadDisk", "Other")},
-			accept:  []string{"Other"}, reason: "BadDisk", message: "not recommended: it is exposed to risks that spec.desiredUpdate.acceptRisks does not name (of BadDisk):\n\ndisks fail https://x", blocking: true},
+			accept:  []string{"Other"}, reason: "BadDisk", message: "Update from 1.0.0 to 1.0.1 is not recommended, and spec.desiredUpdate.acceptRisks does not name its risks BadDisk:\n\ndisks fail https://x", blocking: true},
 		{name: "all accepted: a warning naming them", channel: "c", conditions: retrieved(configv1.ConditionTrue), available: []string{"1.0.1"},
 			entries: []configv1.ConditionalUpdate{entry("1.0.1", metav1.ConditionTrue, ReasonAllExposedRisksAccepted, "", "BadDisk", "Other")},
 			accept:  []string{"BadDisk", "Other", "Unrelated"}, reason: ReasonAllExposedRisksAccepted, message: "accepted in spec.desiredUpdate.acceptRisks: BadDisk, Other"},
