@@ -2,7 +2,10 @@
 //
 // The ClusterVersion and ClusterOperator CRDs under crds/ are byte-for-byte
 // copies of the files shipped by the pinned github.com/openshift/api module
-// (config/v1/zz_generated.crd-manifests). The operator creates them when a
+// (config/v1/zz_generated.crd-manifests), but for one field the
+// ClusterVersion's adds, spec.desiredUpdate.acceptRisks, as newer
+// openshift/api defines it, so that the apiserver keeps the risks admins
+// accept. The operator creates them when a
 // cluster lacks them, and the local test control plane installs them at
 // start; a unit test fails when the copies drift from the module.
 package manifests

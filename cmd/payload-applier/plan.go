@@ -94,7 +94,9 @@ feature gates of the cluster's FeatureGate "cluster", as the operator does;
 It also lists the cluster's admin gates that await an admin's ack
 ("adminAcks"): the live ones in openshift-config-managed/admin-gates for the
 current minor, which hold back a minor or major update ("blocks"), not the
-payload's own, which apply only once it runs.
+payload's own, which apply only once it runs. When the update graph lists the
+payload with known risks, "conditionalUpdate" gives them and its Recommended
+condition as the operator's next pass would (only Always rules evaluated).
 Plan never writes: it sends GETs, LISTs and, for drifted objects only, a
 server-side apply with dryRun=All, which the apiserver does not persist.
 
@@ -103,7 +105,10 @@ server-side apply with dryRun=All, which the apiserver does not persist.
    "acceptance": {"checked": <bool>, "accepted": <bool>, "message": "...",
                   "adminAcks": {"pending": [{"key": "ack-<x.y>-...", "version": "<x.y>",
                                 "text": "...", "url": "..."}], "problems": ["..."],
-                                "blocks": <bool>}},
+                                "blocks": <bool>},
+                  "conditionalUpdate": {"risks": [{"name": "...", "url": "..."}],
+                                        "recommended": "True|False|Unknown", "reason": "...",
+                                        "message": "..."}},
    "capabilities": {"enabled": [...], "implicitlyEnabled": [...],
                     "wouldImplicitlyEnable": [...], "message": "..."},
    "nodes": [
@@ -111,7 +116,8 @@ server-side apply with dryRun=All, which the apiserver does not persist.
      "tasks": [{"file": "...", "line": 1, "group": "...", "version": "...",
                 "kind": "...", "namespace": "...", "name": "...",
                 "action": "...", "reason": "..."}]}]}
-Every key is always present, "after" and "tasks" are never null, and "file"
+Every key is always present (but "conditionalUpdate", absent without risks),
+"after" and "tasks" are never null, and "file"
 is relative to the payload directory. A node's id is its position in "nodes":
   - first the apply graph's nodes, with the graph's ids. A node without tasks
     is a join that links parallel nodes.
@@ -322,6 +328,9 @@ type planAcceptance struct {
 	Message string `json:"message"`
 	// AdminAcks are the cluster's admin gates awaiting an ack.
 	AdminAcks planAdminAcks `json:"adminAcks"`
+	// ConditionalUpdate is the target's entry among the conditional
+	// updates, when the update graph lists it with risks.
+	ConditionalUpdate *planConditional `json:"conditionalUpdate,omitempty"`
 }
 
 // judgeUpdate reads the ClusterVersion and the update graph as the
@@ -341,13 +350,18 @@ func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine
 	var deprecated map[string]string
 	if cv != nil {
 		// An unreachable graph leaves deprecation unjudged, as it leaves
-		// the operator's last list.
-		deprecated, _ = operator.Deprecations(ctx, cv, rel.Version)
+		// the operator's last list; the updates are judged as the
+		// operator's next pass lists them.
+		deprecated = operator.ProjectUpdates(ctx, cv, rel.Version, e.DynamicClient())
 		// Upgradeable as the operator's next pass would judge CRD removals.
 		operator.LiveCRDRemovals(ctx, e, cv, rel)
 	}
 	v := operator.Judge(ctx, e, cv, rel.Version, rel, deprecated)
-	return v, acceptanceOf(v, rel.Version), nil
+	acceptance := acceptanceOf(v, rel.Version)
+	if cv != nil {
+		acceptance.ConditionalUpdate = conditionalFor(cv.Status.ConditionalUpdates, rel.Version)
+	}
+	return v, acceptance, nil
 }
 
 // acceptanceOf words the verdict on target for plan.
@@ -510,6 +524,9 @@ func (d planDoc) text(live bool) string {
 		b.WriteString("Offline, \"apply\" stands for create, update or unchanged; pass --kubeconfig to compare with a cluster.\n")
 	} else {
 		fmt.Fprintf(&b, "Acceptance: %s\n", d.Acceptance.Message)
+		if c := d.Acceptance.ConditionalUpdate; c != nil {
+			writeConditional(&b, "Known risks of ", d.Release, c)
+		}
 		writeAdminAcks(&b, d.Acceptance.AdminAcks)
 	}
 	fmt.Fprintf(&b, "Capabilities: %s\n", d.Capabilities.summary())

@@ -131,6 +131,7 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 		}
 		fmt.Fprintf(w, "Available updates: %s\n", strings.Join(versions, ", "))
 	}
+	writeConditionalUpdates(w, doc.Status.ConditionalUpdates)
 	writeCapabilitiesText(w, doc)
 	writeAdminAcks(w, doc.AdminAcks)
 	fmt.Fprintln(w)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -62,7 +63,8 @@ func Judge(ctx context.Context, engine *apply.Engine, cv *configv1.ClusterVersio
 	}
 	v := Verdict{Checked: true, Current: precondition.LastCompletedVersion(cv.Status.History)}
 	v.Force = forces(cv, target)
-	rc := precondition.ReleaseContext{DesiredVersion: target, ClusterVersion: cv, Release: rel, Deprecated: deprecated}
+	rc := precondition.ReleaseContext{DesiredVersion: target, ClusterVersion: cv, Release: rel, Deprecated: deprecated,
+		AcceptRisks: judgedAcceptRisks(ctx, engine, cv)}
 	if v.Current == "" {
 		v.Install = true
 		v.Errors = precondition.InstallList().RunAll(ctx, rc)
@@ -97,6 +99,19 @@ func checkUpdate(ctx context.Context, engine *apply.Engine, rc precondition.Rele
 			Message: fmt.Sprintf("cannot tell which delete manifests the current release carried: %v", err)})
 	}
 	return errs, crds
+}
+
+// judgedAcceptRisks reads cv's spec.desiredUpdate.acceptRisks for Judge;
+// an unreadable list accepts nothing.
+func judgedAcceptRisks(ctx context.Context, engine *apply.Engine, cv *configv1.ClusterVersion) []string {
+	if engine == nil || engine.DynamicClient() == nil {
+		return nil
+	}
+	names, err := AcceptRisks(ctx, engine.DynamicClient(), cv.Name)
+	if err != nil {
+		klog.FromContext(ctx).Info("Reading spec.desiredUpdate.acceptRisks failed; no risk is accepted", "err", err)
+	}
+	return names
 }
 
 // forces says whether cv's spec asks for target with force: by version, or

@@ -148,6 +148,11 @@ func statusTexts(st *configv1.ClusterVersionStatus) []statusText {
 	for i := range st.AvailableUpdates {
 		release("availableUpdates", fmt.Sprintf("availableUpdates[%d]", i), &st.AvailableUpdates[i])
 	}
+	for i := range st.ConditionalUpdates {
+		u := &st.ConditionalUpdates[i]
+		release("conditionalUpdates", fmt.Sprintf("conditionalUpdates[%d].release", i), &u.Release)
+		out = append(out, conditionalTexts(u, fmt.Sprintf("conditionalUpdates[%d]", i))...)
+	}
 	return out
 }
 
@@ -191,6 +196,7 @@ func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts) map[string
 		u := &st.AvailableUpdates[i]
 		u.Channels = capChannels(u.Channels, "availableUpdates", fmt.Sprintf("availableUpdates[%d]", i), cuts)
 	}
+	boundConditional(st, cuts)
 	originals := map[string]string{}
 	for _, t := range statusTexts(st) {
 		originals[t.where] = *t.p

@@ -31,6 +31,8 @@ type Metrics struct {
 	finalizerHolds      *prometheus.GaugeVec
 	statusTruncated     *prometheus.GaugeVec
 	capability          *prometheus.GaugeVec
+	// conditional holds the conditional update metrics (metrics_conditional.go).
+	conditional *conditionalMetrics
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -97,6 +99,10 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
+	}
+	var err error
+	if m.conditional, err = newConditionalMetrics(reg); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -107,8 +107,13 @@ type Config struct {
 	// read in the background and no sync waits for it; a Sync without Run
 	// (apply) waits up to this long.
 	UpdateGraphTimeout time.Duration
-	// RiskConditions evaluates the matching rules of conditional update risks.
+
+	// RiskConditions evaluates the matching rules of conditional update
+	// risks. Default clusterconditions.New(nil): the Always type only.
 	RiskConditions *clusterconditions.Registry
+	// RiskEvaluationTimeout bounds the evaluation of all risks in one
+	// sync; a risk not evaluated by then is EvaluationFailed. Default 10s.
+	RiskEvaluationTimeout time.Duration
 
 	// AdminGates is the ConfigMap of the release's admin gates, AdminAcks
 	// the admins' acknowledgements of them. Default the CVO's:
@@ -148,6 +153,12 @@ func (cfg *Config) setDefaults() {
 	if cfg.UpdateGraphTimeout == 0 {
 		cfg.UpdateGraphTimeout = defaultGraphTimeout
 	}
+	if cfg.RiskConditions == nil {
+		cfg.RiskConditions = clusterconditions.New(nil)
+	}
+	if cfg.RiskEvaluationTimeout == 0 {
+		cfg.RiskEvaluationTimeout = defaultRiskEvaluationTimeout
+	}
 	if cfg.AdminGates == (types.NamespacedName{}) {
 		cfg.AdminGates = precondition.DefaultAdminGates
 	}
@@ -179,6 +190,7 @@ type Operator struct {
 	syncMu   sync.Mutex
 	attempt  int
 	graphs   *graphFetcher
+	risks    *riskEvaluator
 	health   health
 	cuts     cutsReporter
 	releases map[string]*payload.Release
@@ -188,6 +200,8 @@ type Operator struct {
 	verifier cachedVerifier
 	// features is the cluster's FeatureGate as last read.
 	features clusterFeatures
+	// acceptedRisks is spec.desiredUpdate.acceptRisks as last read.
+	acceptedRisks acceptedRiskCache
 }
 
 // New validates cfg and returns an Operator on its clients.
@@ -224,6 +238,7 @@ func New(cfg Config) (*Operator, error) {
 		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
 		graphs:   newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
+		risks:    newRiskEvaluator(cfg.Clock, cfg.RiskConditions, cfg.RiskEvaluationTimeout),
 		releases: map[string]*payload.Release{},
 		images:   images,
 		cvRef:    cfg.eventObject(),

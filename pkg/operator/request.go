@@ -2,26 +2,30 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 
-	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // RequestRelease points spec.desiredUpdate at version, as `oc adm upgrade
-// --to` does. It writes only when the request changes.
+// --to` does. It writes only when the request changes. A merge patch, not
+// an update of the typed object: that would drop
+// spec.desiredUpdate.acceptRisks, which the pinned API lacks, and the
+// risks admins accept may apply to the next update too.
 func (o *Operator) RequestRelease(ctx context.Context, version string, force bool) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cvs := o.config.ConfigV1().ClusterVersions()
-		cv, err := cvs.Get(ctx, o.cfg.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if du := cv.Spec.DesiredUpdate; du != nil && du.Version == version && du.Force == force && du.Image == "" {
-			return nil
-		}
-		cv.Spec.DesiredUpdate = &configv1.Update{Version: version, Force: force}
-		_, err = cvs.Update(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
+	cv, err := o.config.ConfigV1().ClusterVersions().Get(ctx, o.cfg.Name, metav1.GetOptions{})
+	if err != nil {
 		return err
-	})
+	}
+	if du := cv.Spec.DesiredUpdate; du != nil && du.Version == version && du.Force == force && du.Image == "" {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"desiredUpdate": map[string]any{
+		"version": version, "force": force, "image": nil, "architecture": nil}}})
+	if err != nil {
+		return err
+	}
+	_, err = o.config.ConfigV1().ClusterVersions().Patch(ctx, o.cfg.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }

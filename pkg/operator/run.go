@@ -159,6 +159,8 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	// The update graph is read beside the syncs, which never wait for it;
 	// an answer that changes the status starts one.
 	o.graphs.start(ctx, poke)
+	// So are conditional update risks, which may ask a slow Prometheus.
+	o.risks.start(ctx, poke)
 	// So are release images: retrieving and verifying one never holds
 	// back the reconcile of the current release.
 	if o.images != nil {

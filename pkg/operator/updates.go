@@ -8,7 +8,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
@@ -63,24 +62,6 @@ func (q graphQuery) read(ctx context.Context) (*updategraph.Graph, error) {
 	return q.source.Graph(ctx, q.channel, q.version)
 }
 
-// Deprecations reads the update graph of cv's spec.upstream as the
-// operator reads it before it judges target, uncached and within the
-// default budget of one read, and returns the releases it deprecates: nil
-// when cv names no graph, or when the graph cannot be read, which the
-// error then says.
-func Deprecations(ctx context.Context, cv *configv1.ClusterVersion, target string) (map[string]string, error) {
-	q := queryFor(nil, cv, target)
-	if !q.readable() {
-		return nil, nil
-	}
-	once := graphFetcher{clock: clock.RealClock{}, budget: defaultGraphTimeout}
-	a := once.read(ctx, q)
-	if a.err != nil {
-		return nil, a.err
-	}
-	return a.graph.Deprecations(), nil
-}
-
 // refreshUpdates sets status.availableUpdates, RetrievedUpdates and
 // ReleaseDeprecated from what the graph fetcher knows, and returns the
 // deprecated releases for acceptance of target, the version the spec asks
@@ -94,7 +75,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	o.metrics.observeRetrieval(query, good, now.Time)
 	source, version := query.source, query.version
 	if source == nil {
-		status.AvailableUpdates = nil
+		o.clearUpdates(status)
 		status.Conditions = removeCondition(status.Conditions, configv1.RetrievedUpdates)
 		status.Conditions = removeCondition(status.Conditions, ConditionReleaseDeprecated)
 		o.metrics.observeDeprecation(version, false)
@@ -105,7 +86,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	switch {
 	case channel == "":
 		retrieved.Reason, retrieved.Message = updategraph.ReasonNoChannel, "The update channel has not been configured: set spec.channel."
-		status.AvailableUpdates = nil
+		o.clearUpdates(status)
 	case latest.key != query.key():
 		// The answer to a new query is on its way and wakes a sync when
 		// it comes; until then the status stays as it was.
@@ -121,19 +102,24 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 			// Kept: from before this process, likely for the same query.
 		default:
 			// They answered another upstream, channel or version.
-			status.AvailableUpdates = nil
+			o.clearUpdates(status)
 		}
 	default:
-		updates, found := latest.graph.InChannel(channel).Updates(version)
+		inChannel := latest.graph.InChannel(channel)
+		updates, found := inChannel.Updates(version)
 		if found {
+			if err := o.setUpdates(ctx, cv, inChannel, updates, version, now); err != nil {
+				retrieved.Reason = updategraph.ReasonOf(err)
+				retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: %v", source, err)
+				break
+			}
 			retrieved.Status, retrieved.Reason, retrieved.Message = configv1.ConditionTrue, "", ""
 			if age := o.clock.Since(latest.at); age > o.graphs.refresh+o.graphs.budget {
 				retrieved.Message = fmt.Sprintf("Available updates were last retrieved %s ago.", duration.HumanDuration(age))
 			}
-			status.AvailableUpdates = releasesOf(updates)
 			break
 		}
-		status.AvailableUpdates = nil
+		o.clearUpdates(status)
 		retrieved.Reason = updategraph.ReasonVersionNotFound
 		retrieved.Message = fmt.Sprintf("The cluster's version %s is not in the %q channel of %s: it may have been removed from the channel. "+
 			"Choose another channel in spec.channel, or update to a release by version.", version, channel, source)

@@ -3,7 +3,6 @@ package operator
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
-	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -45,22 +43,7 @@ func availableVersions(cv *configv1.ClusterVersion) []string {
 }
 
 func TestSyncReadsTheUpdateGraph(t *testing.T) {
-	root := t.TempDir()
-	for _, v := range []string{"1.0.0", "1.0.2"} {
-		payloadtest.WriteRelease(t, root, v, nil, map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")})
-	}
-	graphFile := filepath.Join(t.TempDir(), "graph.json")
-	if err := os.WriteFile(graphFile, []byte(graphJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
-	c.op.cfg.UpdateGraph = updategraph.FileSource{Path: graphFile}
-	reg := prometheus.NewRegistry()
-	metrics, err := NewMetrics(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.op.metrics = metrics
+	c, graphFile, metrics := newGraphFileCluster(t, graphJSON, "1.0.0", "1.0.0", "1.0.2")
 	c.setChannel(t, "stable-1")
 
 	t.Log("an install of a deprecated release is refused, then forced")

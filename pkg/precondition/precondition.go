@@ -51,6 +51,9 @@ type ReleaseContext struct {
 	// Deprecated maps each release the update graph marks deprecated to
 	// its message; nil when no graph is known.
 	Deprecated map[string]string
+	// AcceptRisks are the names of the conditional update risks the
+	// ClusterVersion's spec.desiredUpdate.acceptRisks accepts.
+	AcceptRisks []string
 }
 
 // Precondition is one acceptance check for a requested update.
@@ -94,10 +97,11 @@ type List []Precondition
 // DefaultList returns the checks the operator runs on every update request,
 // in the CVO's order: rollback, giant hop, then Upgradeable; then the
 // payload's own: delete manifests carried across a minor version; then
-// the update graph's: a deprecated target; then the cluster's: CRD
+// the update graph's: a deprecated target, a target not recommended;
+// then the cluster's: CRD
 // updates that would break stored objects or their clients.
 func DefaultList() List {
-	return List{Rollback{}, GiantHop{}, Upgradeable{}, CarriedDeletes{}, ReleaseDeprecated{}, CRDCompatibility{}}
+	return List{Rollback{}, GiantHop{}, Upgradeable{}, CarriedDeletes{}, ReleaseDeprecated{}, RecommendedUpdate{}, CRDCompatibility{}}
 }
 
 // InstallList returns the checks an install runs: an install has no

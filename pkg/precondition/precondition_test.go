@@ -63,7 +63,7 @@ func TestDefaultList(t *testing.T) {
 	for _, p := range DefaultList() {
 		names = append(names, p.Name())
 	}
-	want := []string{"ClusterVersionRollback", "ClusterVersionGiantHop", "ClusterVersionUpgradeable", "DeleteManifestsCarriedAcrossMinor", "ReleaseDeprecated", "CustomResourceDefinitionCompatibility"}
+	want := []string{"ClusterVersionRollback", "ClusterVersionGiantHop", "ClusterVersionUpgradeable", "DeleteManifestsCarriedAcrossMinor", "ReleaseDeprecated", "ClusterVersionRecommendedUpdate", "CustomResourceDefinitionCompatibility"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("want checks %q in that order, got %q", want, names)
 	}

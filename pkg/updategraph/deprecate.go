@@ -128,8 +128,9 @@ type workGraph struct {
 	isMember map[uint64]bool
 	// named is false for a graph without channel metadata, which is
 	// handled as one unnamed channel.
-	named bool
-	cond  []byte
+	named       bool
+	cond        []byte
+	conditional []ConditionalEdge
 
 	// inTail marks the current truncation's tail, cleared after each.
 	inTail []bool
@@ -138,17 +139,18 @@ type workGraph struct {
 func newWorkGraph(g *Graph) *workGraph {
 	n := len(g.Nodes)
 	w := &workGraph{
-		nodes:      slices.Clone(g.Nodes),
-		removed:    make([]bool, n),
-		byVersion:  make(map[string]int, n),
-		out:        make([][]int, n),
-		in:         make([][]int, n),
-		channels:   make([][]int, n),
-		channelIDs: map[string]int{},
-		isMember:   map[uint64]bool{},
-		named:      g.HasChannels(),
-		cond:       g.ConditionalEdges,
-		inTail:     make([]bool, n),
+		nodes:       slices.Clone(g.Nodes),
+		removed:     make([]bool, n),
+		byVersion:   make(map[string]int, n),
+		out:         make([][]int, n),
+		in:          make([][]int, n),
+		channels:    make([][]int, n),
+		channelIDs:  map[string]int{},
+		isMember:    map[uint64]bool{},
+		named:       g.HasChannels(),
+		cond:        g.ConditionalEdges,
+		conditional: g.Conditional,
+		inTail:      make([]bool, n),
 	}
 	for i, node := range g.Nodes {
 		if _, dup := w.byVersion[node.Version]; !dup {
@@ -424,7 +426,7 @@ func (w *workGraph) shareChannel(a, b int) bool {
 
 // graph compacts the work graph back into a Graph, edges in index order.
 func (w *workGraph) graph() *Graph {
-	g := &Graph{Nodes: []Node{}, Edges: [][2]int{}, ConditionalEdges: w.cond}
+	g := &Graph{Nodes: []Node{}, Edges: [][2]int{}, ConditionalEdges: w.cond, Conditional: w.conditional}
 	index := make([]int, len(w.nodes))
 	for i := range w.nodes {
 		if w.removed[i] {

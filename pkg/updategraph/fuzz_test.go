@@ -40,6 +40,14 @@ func FuzzParse(f *testing.F) {
 		`{"nodes": [` + two + `]} trailing`,
 		`{"nodes": [null, {}], "edges": null, "conditionalEdges": null}`,
 		`{"nodes": [` + two + `], "edges": [], "conditionalEdges": [{"edges": [{"from": "1.0.0", "to": "1.0.1"}], "risks": [{"url": "https://example.com", "name": "R", "message": "m", "matchingRules": [{"type": "PromQL", "promql": {"promql": "1"}}]}]}]}`,
+		// Conditional edges: caps, a missing target, a risk twice, rules.
+		`{"nodes": [` + two + `], "conditionalEdges": [{"edges": [{"from": "1.0.0", "to": "9.9.9"}], "risks": [{"url": "u", "name": "R", "message": "m", "matchingRules": [{"type": "Always"}]}]}]}`,
+		`{"nodes": [` + two + `], "conditionalEdges": [{"edges": [{"from": "1.0.0", "to": "1.0.1"}], "risks": [{"name": "R", "name": "S", "url": "u", "message": "m", "matchingRules": [{"type": "Always"}]}]}]}`,
+		`{"nodes": [` + two + `], "conditionalEdges": [{"edges": [{"from": "1.0.0", "to": "1.0.1"}], "risks": [{"url": "u", "name": "R", "message": "m", "matchingRules": [{"type": "Always"}]}, {"url": "u", "name": "R", "message": "m", "matchingRules": [{"type": "Always"}]}]}]}`,
+		`{"nodes": [` + two + `], "conditionalEdges": [{"edges": [{"from": "1.0.0", "to": "1.0.1"}], "risks": []}, {"edges": [], "risks": null}, null]}`,
+		`{"nodes": [` + two + `], "conditionalEdges": [{"edges": [{"from": "1.0.0", "to": "1.0.1"}], "risks": [{"url": "u", "name": "` + strings.Repeat("n", MaxRiskNameBytes+1) + `", "message": "m", "matchingRules": [{"type": "Always"}]}]}]}`,
+		`{"nodes": [` + two + `], "conditionalEdges": [{"edges": [{"from": "1.0.0", "to": "1.0.1"}], "risks": [{"url": "u", "name": "R", "message": "m", "matchingRules": [` + strings.Repeat(`{"type": "Always"},`, MaxRulesPerRisk) + `{"type": "Always"}]}]}]}`,
+		`{"nodes": [` + two + `], "conditionalEdges": {"edges": []}}`,
 		// Channels, deprecation, a cycle and two heads.
 		`{"nodes": [{"version": "1.0.0", "payload": "a", "metadata": {"io.openshift.upgrades.graph.release.channels": "a,b,a, ,b"}},
 			{"version": "1.1.0", "payload": "b", "metadata": {"io.openshift.upgrades.graph.release.channels": "a", "io.openshift.upgrades.graph.release.deprecated": ""}},
@@ -128,6 +136,28 @@ func checkParsed(t *testing.T, g *Graph) {
 		}
 		edges[e] = true
 	}
+	if len(g.Conditional) > MaxConditionalEdges {
+		t.Fatalf("%d conditionalEdges, over the cap", len(g.Conditional))
+	}
+	for _, c := range g.Conditional {
+		if len(c.Risks) == 0 || len(c.Risks) > MaxRisksPerEdge {
+			t.Fatalf("a conditional edge with %d risks", len(c.Risks))
+		}
+		for _, r := range c.Risks {
+			if r.Name == "" || len(r.Name) > MaxRiskNameBytes || len(r.Message) > MaxRiskMessageBytes || len(r.URL) > MaxRiskURLBytes ||
+				len(r.MatchingRules) == 0 || len(r.MatchingRules) > MaxRulesPerRisk {
+				t.Fatalf("risk %q over a cap or without rules", r.Name)
+			}
+		}
+	}
+	for _, c := range g.Conditional {
+		for _, e := range c.Edges {
+			// Never panics; an error is only a missing target.
+			if _, err := g.ConditionalUpdates(e.From); err != nil && ReasonOf(err) != ReasonResponseInvalid {
+				t.Fatalf("ConditionalUpdates(%s): %v", e.From, err)
+			}
+		}
+	}
 }
 
 // sameGraph compares graphs as JSON says them: empty metadata is none,
@@ -147,7 +177,7 @@ func sameGraph(a, b *Graph) bool {
 			}
 		}
 	}
-	return compact(a.ConditionalEdges) == compact(b.ConditionalEdges)
+	return compact(a.ConditionalEdges) == compact(b.ConditionalEdges) && reflect.DeepEqual(a.Conditional, b.Conditional)
 }
 
 func compact(raw json.RawMessage) string {

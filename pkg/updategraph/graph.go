@@ -28,9 +28,10 @@ const (
 type Graph struct {
 	Nodes []Node   `json:"nodes"`
 	Edges [][2]int `json:"edges"`
-	// ConditionalEdges are kept as read and written back unchanged; the
-	// operator does not evaluate them.
-	ConditionalEdges json.RawMessage `json:"conditionalEdges,omitempty"`
+	// ConditionalEdges are kept as read and written back unchanged;
+	// Conditional is what Parse read from them, for the operator.
+	ConditionalEdges json.RawMessage   `json:"conditionalEdges,omitempty"`
+	Conditional      []ConditionalEdge `json:"-"`
 	// DuplicateEdges counts the edges Parse read more than once and kept
 	// once.
 	DuplicateEdges int `json:"-"`
@@ -123,8 +124,10 @@ func (g *Graph) InChannel(channel string) *Graph {
 	}
 	out := &Graph{Nodes: []Node{}, Edges: [][2]int{}, ConditionalEdges: g.ConditionalEdges}
 	index := map[int]int{}
+	inChannel := map[string]bool{}
 	for i, n := range g.Nodes {
 		if slices.Contains(n.Channels(), channel) {
+			inChannel[n.Version] = true
 			index[i] = len(out.Nodes)
 			out.Nodes = append(out.Nodes, n)
 		}
@@ -136,6 +139,7 @@ func (g *Graph) InChannel(channel string) *Graph {
 			out.Edges = append(out.Edges, [2]int{from, to})
 		}
 	}
+	out.Conditional = g.conditionalInChannel(func(v string) bool { return inChannel[v] })
 	return out
 }
 

@@ -166,11 +166,13 @@ func (p *parser) graph() (*Graph, error) {
 		case "edges":
 			err = p.edges(g)
 		case "conditionalEdges":
-			// Kept as read: the operator does not evaluate them.
+			// Kept as read for editors, and decoded for the operator.
 			if err = p.dec.Decode(&g.ConditionalEdges); err != nil {
 				err = p.malformed("conditionalEdges: %v", err)
 			} else if bytes.Equal(g.ConditionalEdges, []byte("null")) {
 				g.ConditionalEdges = nil
+			} else {
+				g.Conditional, err = parseConditional(g.ConditionalEdges)
 			}
 		default:
 			err = p.malformed("unknown field %q", excerpt(key))

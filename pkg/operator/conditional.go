@@ -1,0 +1,435 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/blang/semver/v4"
+	configv1 "github.com/openshift/api/config/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
+	"github.com/payload-applier/payload-applier/pkg/updategraph"
+)
+
+// Conditional updates (the CVO's pkg/cvo/availableupdates.go): each
+// conditional edge leaving the cluster's version becomes a
+// status.conditionalUpdates entry whose Recommended condition says whether
+// its risks apply, and a recommended one is also an available update.
+
+const (
+	// defaultRiskEvaluationTimeout bounds the evaluation of every risk of
+	// one sync together: a risk not evaluated by then is EvaluationFailed.
+	defaultRiskEvaluationTimeout = 10 * time.Second
+	// MaxConditionalUpdates bounds status.conditionalUpdates, as newer
+	// openshift/api's CRD does.
+	MaxConditionalUpdates = 500
+	// MaxEvaluatedRisks bounds the distinct risks evaluated in one sync,
+	// and so the series of cluster_version_risk_conditions.
+	MaxEvaluatedRisks = 500
+	// maxRiskMessageBytes bounds a risk's message in status, and
+	// maxRecommendedMessageBytes the Recommended condition's message.
+	maxRiskMessageBytes        = 2 << 10
+	maxRecommendedMessageBytes = 8 << 10
+)
+
+// The risk's condition, as the CVO names it; it is reported in the
+// cluster_version_risk_conditions metric (the pinned API has no
+// status.conditionalUpdateRisks).
+const (
+	conditionApplies              = "Applies"
+	reasonMatch                   = "Match"
+	reasonNotMatch                = "NotMatch"
+	reasonRiskEvaluationFailed    = "EvaluationFailed"
+	recommendedMessageNotExposed  = "The update is recommended, because none of the conditional update risks apply to this cluster."
+	recommendedMessageAllAccepted = "The update is recommended, because either risk does not apply to this cluster or it is accepted by cluster admins."
+)
+
+// reasonPattern is a valid condition reason; a risk's name that is not one
+// is reported as ExposedToRisks.
+var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// riskConditionTypes are the rule types the ClusterVersion CRD admits.
+var riskConditionTypes = []string{clusterconditions.TypeAlways, "PromQL"}
+
+// riskResult is whether a risk applies: Applies is True, False or Unknown.
+type riskResult struct {
+	status  metav1.ConditionStatus
+	reason  string
+	message string
+}
+
+// evaluateRisks evaluates each distinct risk of updates once, in order,
+// all within timeout: a rule type may ask a slow Prometheus, and the sync
+// that waits must not stall. A risk left when the time is up, or past
+// MaxEvaluatedRisks, is Unknown.
+func evaluateRisks(ctx context.Context, registry *clusterconditions.Registry, updates []updategraph.ConditionalUpdate, timeout time.Duration) map[string]riskResult {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	out := map[string]riskResult{}
+	for _, u := range updates {
+		for _, risk := range u.Risks {
+			if _, done := out[risk.Name]; done {
+				continue
+			}
+			if len(out) >= MaxEvaluatedRisks {
+				out[risk.Name] = riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed,
+					unknownExposureMessage(risk, fmt.Errorf("more than %d risks to evaluate", MaxEvaluatedRisks))}
+				continue
+			}
+			out[risk.Name] = evaluateRisk(ctx, registry, risk, timeout)
+		}
+	}
+	return out
+}
+
+func evaluateRisk(ctx context.Context, registry *clusterconditions.Registry, risk configv1.ConditionalUpdateRisk, timeout time.Duration) riskResult {
+	if ctx.Err() != nil {
+		return riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, unknownExposureMessage(risk, fmt.Errorf("not evaluated within %s", timeout))}
+	}
+	// Rules are evaluated in a goroutine, so that one that ignores its
+	// context still cannot hold the sync past the deadline.
+	type answer struct {
+		match bool
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		match, err := registry.Match(ctx, risk.MatchingRules)
+		done <- answer{match, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-ctx.Done():
+		a.err = fmt.Errorf("not evaluated within %s", timeout)
+	}
+	switch {
+	case a.err != nil:
+		return riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, unknownExposureMessage(risk, a.err)}
+	case a.match:
+		return riskResult{metav1.ConditionTrue, reasonMatch, ""}
+	default:
+		return riskResult{metav1.ConditionFalse, reasonNotMatch, ""}
+	}
+}
+
+// unknownExposureMessage is the CVO's message for a risk whose exposure
+// is unknown.
+func unknownExposureMessage(risk configv1.ConditionalUpdateRisk, err error) string {
+	return fmt.Sprintf("Could not evaluate exposure to update risk %s (%v)\n  %s description: %s\n  %s URL: %s",
+		risk.Name, err, risk.Name, risk.Message, risk.Name, risk.URL)
+}
+
+// recommended is the Recommended condition of an update with risks, given
+// what each risk's evaluation found and the risks the admins accept. It
+// combines the risks as the CVO does: False outweighs Unknown, which
+// outweighs True; one reason when all agree, MultipleReasons otherwise.
+func recommended(risks []configv1.ConditionalUpdateRisk, results map[string]riskResult, accept []string) metav1.Condition {
+	c := metav1.Condition{Type: precondition.ConditionRecommended, Status: metav1.ConditionTrue,
+		Reason: precondition.ReasonNotExposedToRisks, Message: recommendedMessageNotExposed}
+	var messages []string
+	for _, risk := range risks {
+		r, ok := results[risk.Name]
+		if !ok {
+			r = riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, fmt.Sprintf("failed to find risk condition for risk %s", risk.Name)}
+		}
+		switch r.status {
+		case metav1.ConditionUnknown:
+			c.Status = combinedStatus(c.Status, metav1.ConditionUnknown)
+			c.Reason = combinedReason(c.Reason, precondition.ReasonEvaluationFailed)
+			messages = append(messages, r.message)
+		case metav1.ConditionTrue:
+			if slices.Contains(accept, risk.Name) {
+				c.Status = combinedStatus(c.Status, metav1.ConditionTrue)
+				c.Reason = combinedReason(c.Reason, precondition.ReasonAllExposedRisksAccepted)
+				c.Message = recommendedMessageAllAccepted
+				continue
+			}
+			c.Status = combinedStatus(c.Status, metav1.ConditionFalse)
+			want := precondition.ReasonExposedToRisks
+			if reasonPattern.MatchString(risk.Name) {
+				want = risk.Name
+			}
+			c.Reason = combinedReason(c.Reason, want)
+			messages = append(messages, fmt.Sprintf("%s %s", risk.Message, risk.URL))
+		}
+	}
+	if len(messages) > 0 {
+		c.Message = strings.Join(messages, "\n\n")
+	}
+	c.Message = payload.Bound(c.Message, maxRecommendedMessageBytes)
+	return c
+}
+
+func combinedStatus(now, want metav1.ConditionStatus) metav1.ConditionStatus {
+	switch {
+	case now == metav1.ConditionFalse || want == metav1.ConditionFalse:
+		return metav1.ConditionFalse
+	case now == metav1.ConditionUnknown || want == metav1.ConditionUnknown:
+		return metav1.ConditionUnknown
+	default:
+		return want
+	}
+}
+
+// combinedReason is the reason of two risks together: a stronger reason
+// replaces a weaker (NotExposedToRisks, then AllExposedRisksAccepted,
+// then EvaluationFailed, then ExposedToRisks), and two different strong
+// ones make MultipleReasons.
+func combinedReason(now, want string) string {
+	const (
+		notExposed = precondition.ReasonNotExposedToRisks
+		accepted   = precondition.ReasonAllExposedRisksAccepted
+		failed     = precondition.ReasonEvaluationFailed
+		exposed    = precondition.ReasonExposedToRisks
+	)
+	switch {
+	case now == notExposed || now == accepted && want != notExposed || now == failed && want == exposed || now == want:
+		return want
+	case want == notExposed || now == failed && want == accepted || now == exposed && (want == accepted || want == failed):
+		return now
+	default:
+		return precondition.ReasonMultipleReasons
+	}
+}
+
+// setUpdates sets status.availableUpdates and status.conditionalUpdates
+// from the channel's graph g: updates are version's unconditional updates.
+// An error is the graph's, an invalid response; both lists are then
+// cleared.
+func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, updates []updategraph.Node, version string, now metav1.Time) error {
+	status := &cv.Status
+	conditional, err := g.ConditionalUpdates(version)
+	if err != nil {
+		o.clearUpdates(status)
+		return err
+	}
+	conditional = usableConditional(conditional)
+	if len(conditional) > MaxConditionalUpdates {
+		conditional = conditional[:MaxConditionalUpdates]
+	}
+	targets := map[string]bool{}
+	for _, u := range conditional {
+		targets[u.Release.Version] = true
+	}
+	// A target listed both ways is conditional, as the CVO prefers it.
+	updates = slices.DeleteFunc(slices.Clone(updates), func(n updategraph.Node) bool { return targets[n.Version] })
+	results := o.risks.lookup(ctx, conditional)
+	accept := o.acceptRisks(ctx, cv)
+	previous := map[string][]metav1.Condition{}
+	for _, u := range status.ConditionalUpdates {
+		previous[u.Release.Version] = u.Conditions
+	}
+	entries := make([]configv1.ConditionalUpdate, 0, len(conditional))
+	for _, u := range conditional {
+		entry := configv1.ConditionalUpdate{Release: releasesOf([]updategraph.Node{u.Release})[0], Risks: statusRisks(u.Risks),
+			Conditions: slices.Clone(previous[u.Release.Version])}
+		c := recommended(u.Risks, results, accept)
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&entry.Conditions, c)
+		entries = append(entries, entry)
+		if c.Status == metav1.ConditionTrue {
+			updates = append(updates, u.Release)
+		}
+	}
+	sortReleases(updates)
+	status.AvailableUpdates = releasesOf(updates)
+	if len(entries) == 0 {
+		entries = nil
+	}
+	status.ConditionalUpdates = entries
+	o.metrics.observeConditionalUpdates(entries, results)
+	return nil
+}
+
+// usableConditional drops what the ClusterVersion CRD would refuse, as the
+// CVO prunes it: rules of types the CRD does not admit, and the updates
+// whose risk is then left without rules, or has no message, or a URL that
+// does not parse. Each drop is logged. A rule of an admitted type this
+// operator does not evaluate (PromQL without a Prometheus) stays, and
+// reads EvaluationFailed: pruning it could drop the update's only risk,
+// and the update would then read as unknown rather than risky.
+func usableConditional(updates []updategraph.ConditionalUpdate) []updategraph.ConditionalUpdate {
+	out := updates[:0:0]
+	for _, u := range updates {
+		risks := make([]configv1.ConditionalUpdateRisk, 0, len(u.Risks))
+		var problem string
+		for _, r := range u.Risks {
+			r.MatchingRules = slices.DeleteFunc(slices.Clone(r.MatchingRules), func(c configv1.ClusterCondition) bool {
+				return !slices.Contains(riskConditionTypes, c.Type)
+			})
+			_, urlErr := url.ParseRequestURI(r.URL) // as the apiserver checks format: uri
+			switch {
+			case len(r.MatchingRules) == 0:
+				problem = fmt.Sprintf("risk %q has no rule of a known type (%s)", r.Name, strings.Join(riskConditionTypes, ", "))
+			case r.Message == "" || r.URL == "" || urlErr != nil:
+				problem = fmt.Sprintf("risk %q lacks a message or a valid URL", r.Name)
+			}
+			risks = append(risks, r)
+		}
+		if problem != "" {
+			klog.Background().Info("Dropping a conditional update the ClusterVersion cannot hold", "version", u.Release.Version, "problem", problem)
+			continue
+		}
+		u.Risks = risks
+		out = append(out, u)
+	}
+	return out
+}
+
+// statusRisks are the risks as status holds them, their messages bounded.
+func statusRisks(risks []configv1.ConditionalUpdateRisk) []configv1.ConditionalUpdateRisk {
+	out := make([]configv1.ConditionalUpdateRisk, len(risks))
+	for i, r := range risks {
+		r.Message = payload.Bound(r.Message, maxRiskMessageBytes)
+		out[i] = *r.DeepCopy()
+	}
+	return out
+}
+
+// clearUpdates empties both lists of updates, and their metrics.
+func (o *Operator) clearUpdates(status *configv1.ClusterVersionStatus) {
+	status.AvailableUpdates, status.ConditionalUpdates = nil, nil
+	o.metrics.observeConditionalUpdates(nil, nil)
+}
+
+func sortReleases(nodes []updategraph.Node) {
+	slices.SortStableFunc(nodes, func(a, b updategraph.Node) int {
+		va, _ := semver.Parse(a.Version)
+		vb, _ := semver.Parse(b.Version)
+		return vb.Compare(va)
+	})
+}
+
+// ProjectUpdates sets cv's status.availableUpdates, conditionalUpdates
+// and RetrievedUpdates as the operator's next pass would, reading the
+// graph of cv's spec.upstream once, uncached and within the default budget,
+// and evaluating risks with the Always type only; it returns the releases
+// the graph deprecates, nil when there is none or it cannot be read. plan
+// judges with it, so that it judges as the operator does.
+func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, dyn dynamic.Interface) map[string]string {
+	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout)}
+	o.cfg.RiskConditions = clusterconditions.New(nil)
+	o.risks = newRiskEvaluator(o.clock, o.cfg.RiskConditions, defaultRiskEvaluationTimeout)
+	return o.refreshUpdates(ctx, cv, target, metav1.Now())
+}
+
+// clusterVersionsResource is the ClusterVersion, read unstructured for
+// spec.desiredUpdate.acceptRisks, which the pinned openshift/api lacks.
+var clusterVersionsResource = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
+
+// MaxAcceptRisks bounds the names read from acceptRisks, as the CRD does.
+const MaxAcceptRisks = 1000
+
+// acceptedRiskCache remembers acceptRisks for one resourceVersion of the
+// ClusterVersion, so that a sync reads it once.
+type acceptedRiskCache struct {
+	mu              sync.Mutex
+	resourceVersion string
+	names           []string
+}
+
+// acceptRisks returns the names in cv's spec.desiredUpdate.acceptRisks,
+// read through the dynamic client; none when it cannot be read, which is
+// logged: an unread acceptance refuses, it never accepts.
+func (o *Operator) acceptRisks(ctx context.Context, cv *configv1.ClusterVersion) []string {
+	c := &o.acceptedRisks
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cv.ResourceVersion != "" && c.resourceVersion == cv.ResourceVersion {
+		return c.names
+	}
+	names, err := AcceptRisks(ctx, o.dynamic, cv.Name)
+	if err != nil {
+		klog.FromContext(ctx).Info("Reading spec.desiredUpdate.acceptRisks failed; no risk is accepted", "err", err)
+		return nil
+	}
+	c.resourceVersion, c.names = cv.ResourceVersion, names
+	return names
+}
+
+// AcceptRisks reads the names of the risks the ClusterVersion name accepts
+// in spec.desiredUpdate.acceptRisks: none when it has none or does not
+// exist. At most MaxAcceptRisks names, each bounded, are kept.
+func AcceptRisks(ctx context.Context, dyn dynamic.Interface, name string) ([]string, error) {
+	u, err := dyn.Resource(clusterVersionsResource).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return acceptRisksOf(u), nil
+}
+
+// acceptRisksOf reads spec.desiredUpdate.acceptRisks[].name; entries that
+// are not objects with a string name are skipped.
+func acceptRisksOf(u *unstructured.Unstructured) []string {
+	field, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "desiredUpdate", "acceptRisks")
+	list, _ := field.([]any)
+	var names []string
+	for _, item := range list {
+		m, ok := item.(map[string]any)
+		if !ok {
+			continue
+		}
+		if name, ok := m["name"].(string); ok && name != "" && !slices.Contains(names, name) {
+			names = append(names, payload.Bound(name, updategraph.MaxRiskNameBytes))
+		}
+		if len(names) == MaxAcceptRisks {
+			break
+		}
+	}
+	return names
+}
+
+// boundConditional caps status.conditionalUpdates and the channels of
+// their releases, for the status budget (budget.go).
+func boundConditional(st *configv1.ClusterVersionStatus, cuts *statusCuts) {
+	st.ConditionalUpdates = st.ConditionalUpdates[:min(len(st.ConditionalUpdates), MaxConditionalUpdates)]
+	for i := range st.ConditionalUpdates {
+		r := &st.ConditionalUpdates[i].Release
+		r.Channels = capChannels(r.Channels, "conditionalUpdates", fmt.Sprintf("conditionalUpdates[%d].release", i), cuts)
+	}
+}
+
+// conditionalTexts are the strings of a conditional update the budget
+// bounds, beside its release: the risks' URLs, messages and queries, and
+// the conditions' messages. A risk's name is bounded where it is read
+// (updategraph.MaxRiskNameBytes), as acceptRisks matches it whole.
+func conditionalTexts(u *configv1.ConditionalUpdate, where string) []statusText {
+	var out []statusText
+	for j := range u.Risks {
+		r := &u.Risks[j]
+		w := fmt.Sprintf("%s.risks[%d]", where, j)
+		out = append(out,
+			statusText{p: &r.URL, where: w + ".url", field: "conditionalUpdates", limit: updategraph.MaxRiskURLBytes},
+			statusText{p: &r.Message, where: w + ".message", field: "conditionalUpdates", limit: maxRiskMessageBytes})
+		for k := range r.MatchingRules {
+			if q := r.MatchingRules[k].PromQL; q != nil {
+				out = append(out, statusText{p: &q.PromQL, where: fmt.Sprintf("%s.matchingRules[%d].promql", w, k), field: "conditionalUpdates", limit: maxMessageBytes})
+			}
+		}
+	}
+	for j := range u.Conditions {
+		c := &u.Conditions[j]
+		out = append(out, statusText{p: &c.Message, where: fmt.Sprintf("%s.conditions[%s].message", where, c.Type), field: "conditionalUpdates", limit: maxMessageBytes})
+	}
+	return out
+}

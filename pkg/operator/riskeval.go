@@ -1,0 +1,168 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/updategraph"
+)
+
+// defaultRiskRefresh is how long a risk's evaluation is reused by the
+// running operator before it is evaluated again.
+const defaultRiskRefresh = time.Minute
+
+// riskEvaluator evaluates conditional update risks for the operator.
+// Started (by the run loop), it evaluates in its own goroutine, so that a
+// sync never waits on a slow rule type such as PromQL: a sync takes the
+// results at hand, asks for the risks it lacks, and is woken when they
+// change. Not started (apply, tests that call Sync alone), a sync
+// evaluates them itself, within the bound.
+type riskEvaluator struct {
+	clock    clock.Clock
+	registry *clusterconditions.Registry
+	timeout  time.Duration
+	refresh  time.Duration
+	kick     chan struct{}
+
+	mu      sync.Mutex
+	running bool
+	runs    int
+	wake    func()
+	// wanted are the distinct risks the last sync listed.
+	wanted []configv1.ConditionalUpdateRisk
+	// known is each risk's last evaluation, with the risk as evaluated.
+	known map[string]evaluatedRisk
+}
+
+type evaluatedRisk struct {
+	risk   configv1.ConditionalUpdateRisk
+	result riskResult
+	at     time.Time
+}
+
+func newRiskEvaluator(clk clock.Clock, registry *clusterconditions.Registry, timeout time.Duration) *riskEvaluator {
+	return &riskEvaluator{clock: clk, registry: registry, timeout: timeout, refresh: defaultRiskRefresh,
+		kick: make(chan struct{}, 1), known: map[string]evaluatedRisk{}}
+}
+
+// start evaluates in the background until ctx ends; wake is called when a
+// result changes.
+func (e *riskEvaluator) start(ctx context.Context, wake func()) {
+	e.mu.Lock()
+	e.running, e.wake = true, wake
+	e.runs++
+	run := e.runs
+	e.mu.Unlock()
+	go e.run(ctx, run)
+}
+
+// lookup returns what is known of each risk of updates. Started, a risk
+// not yet evaluated, or whose rules changed, reads EvaluationFailed until
+// the goroutine has evaluated it.
+func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.ConditionalUpdate) map[string]riskResult {
+	e.mu.Lock()
+	running := e.running
+	e.mu.Unlock()
+	if !running {
+		return evaluateRisks(ctx, e.registry, updates, e.timeout)
+	}
+	var wanted []configv1.ConditionalUpdateRisk
+	seen := map[string]bool{}
+	for _, u := range updates {
+		for _, r := range u.Risks {
+			if !seen[r.Name] {
+				seen[r.Name] = true
+				wanted = append(wanted, r)
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.wanted = wanted
+	out := make(map[string]riskResult, len(wanted))
+	missing := false
+	for _, r := range wanted {
+		k, ok := e.known[r.Name]
+		if !ok || !reflect.DeepEqual(k.risk, r) {
+			missing = true
+			out[r.Name] = riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, unknownExposureMessage(r, fmt.Errorf("not evaluated yet"))}
+			continue
+		}
+		out[r.Name] = k.result
+	}
+	if missing {
+		select {
+		case e.kick <- struct{}{}:
+		default:
+		}
+	}
+	return out
+}
+
+// run evaluates the wanted risks when kicked and every refresh.
+func (e *riskEvaluator) run(ctx context.Context, run int) {
+	defer func() {
+		e.mu.Lock()
+		if e.runs == run {
+			e.running, e.wake = false, nil
+		}
+		e.mu.Unlock()
+	}()
+	for ctx.Err() == nil {
+		e.mu.Lock()
+		wanted := e.wanted
+		e.mu.Unlock()
+		if len(wanted) > 0 {
+			e.evaluate(ctx, wanted)
+		}
+		timer := e.clock.NewTimer(e.refresh)
+		select {
+		case <-ctx.Done():
+		case <-e.kick:
+		case <-timer.C():
+		}
+		timer.Stop()
+	}
+}
+
+// evaluate evaluates risks, within the bound, and wakes the loop when a
+// result differs from the last.
+func (e *riskEvaluator) evaluate(ctx context.Context, risks []configv1.ConditionalUpdateRisk) {
+	results := evaluateRisks(ctx, e.registry, []updategraph.ConditionalUpdate{{Risks: risks}}, e.timeout)
+	if ctx.Err() != nil {
+		return
+	}
+	now := e.clock.Now()
+	e.mu.Lock()
+	changed := false
+	for _, r := range risks {
+		res := results[r.Name]
+		if k, ok := e.known[r.Name]; !ok || k.result != res || !reflect.DeepEqual(k.risk, r) {
+			changed = true
+		}
+		e.known[r.Name] = evaluatedRisk{risk: r, result: res, at: now}
+	}
+	// Forget risks no longer wanted, so that the map follows the graph.
+	wanted := map[string]bool{}
+	for _, r := range e.wanted {
+		wanted[r.Name] = true
+	}
+	for name := range e.known {
+		if !wanted[name] {
+			delete(e.known, name)
+		}
+	}
+	wake := e.wake
+	e.mu.Unlock()
+	if changed && wake != nil {
+		wake()
+	}
+}

@@ -1,0 +1,77 @@
+package operator
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/updategraph"
+)
+
+// gated matches once released, and counts its evaluations.
+type gated struct {
+	release chan struct{}
+	calls   chan struct{}
+}
+
+func (gated) Valid(context.Context, *configv1.ClusterCondition) error { return nil }
+func (g gated) Match(ctx context.Context, _ *configv1.ClusterCondition) (bool, error) {
+	g.calls <- struct{}{}
+	select {
+	case <-g.release:
+		return true, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+func TestRunningRiskEvaluatorNeverHoldsASync(t *testing.T) {
+	g := gated{release: make(chan struct{}), calls: make(chan struct{}, 10)}
+	clk := clocktesting.NewFakeClock(time.Now())
+	e := newRiskEvaluator(clk, clusterconditions.New(map[string]clusterconditions.Condition{"PromQL": g}), time.Minute)
+	woken := make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e.start(ctx, func() { woken <- struct{}{} })
+	updates := []updategraph.ConditionalUpdate{{Risks: []configv1.ConditionalUpdateRisk{{Name: "Slow", MatchingRules: []configv1.ClusterCondition{{Type: "PromQL"}}}}}}
+
+	start := time.Now()
+	got := e.lookup(ctx, updates)
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("lookup took %s while the rule blocks", d)
+	}
+	if r := got["Slow"]; r.status != metav1.ConditionUnknown || !strings.Contains(r.message, "not evaluated yet") {
+		t.Fatalf("before evaluation: %+v, want Unknown, not evaluated yet", r)
+	}
+	<-g.calls
+	close(g.release)
+	select {
+	case <-woken:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake after the evaluation")
+	}
+	if r := e.lookup(ctx, updates)["Slow"]; r.status != metav1.ConditionTrue || r.reason != reasonMatch {
+		t.Errorf("after evaluation: %+v, want True Match", r)
+	}
+	t.Log("re-evaluated after the refresh, without a wake when nothing changed")
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	clk.Step(defaultRiskRefresh + time.Second)
+	select {
+	case <-g.calls:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not evaluated again after the refresh")
+	}
+	select {
+	case <-woken:
+		t.Error("woken though the result did not change")
+	case <-time.After(200 * time.Millisecond):
+	}
+}
