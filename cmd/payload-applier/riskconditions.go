@@ -37,9 +37,9 @@ func (f *prometheusFlags) riskConditions(reg prometheus.Registerer) (*clustercon
 	if f.timeout <= 0 {
 		return nil, fmt.Errorf("--prometheus-query-timeout must be positive, not %s", f.timeout)
 	}
-	promql, err := clusterconditions.NewPromQL(clusterconditions.PromQLConfig{
+	registry, err := clusterconditions.NewWithPromQL(clusterconditions.PromQLConfig{
 		URL: f.url, CAFile: f.caFile, TokenFile: f.tokenFile, Timeout: f.timeout,
-	})
+	}, reg)
 	if err != nil {
 		return nil, fmt.Errorf("--prometheus-url: %w", err)
 	}
@@ -53,8 +53,5 @@ func (f *prometheusFlags) riskConditions(reg prometheus.Registerer) (*clustercon
 	if f.url == "" {
 		klog.Info("No --prometheus-url: PromQL risks of conditional updates fail to evaluate")
 	}
-	if err := promql.Register(reg); err != nil {
-		return nil, err
-	}
-	return clusterconditions.New(map[string]clusterconditions.Condition{clusterconditions.TypePromQL: promql}), nil
+	return registry, nil
 }

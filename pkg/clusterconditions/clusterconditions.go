@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Condition evaluates one type of matching rule.
@@ -94,3 +95,17 @@ func (Always) Valid(_ context.Context, rule *configv1.ClusterCondition) error {
 
 // Match always matches.
 func (Always) Match(context.Context, *configv1.ClusterCondition) (bool, error) { return true, nil }
+
+// NewWithPromQL is the registry payload-applier start evaluates risks with:
+// Always, and PromQL querying as cfg says, its query counter registered
+// with reg.
+func NewWithPromQL(cfg PromQLConfig, reg prometheus.Registerer) (*Registry, error) {
+	promql, err := NewPromQL(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := promql.Register(reg); err != nil {
+		return nil, err
+	}
+	return New(map[string]Condition{TypePromQL: promql}), nil
+}

@@ -127,7 +127,7 @@ func (p *PromQL) Match(ctx context.Context, rule *configv1.ClusterCondition) (bo
 	if p.url == nil {
 		return false, errors.New("no Prometheus to query: payload-applier start has no --prometheus-url")
 	}
-	id, ok := clusterIDFrom(ctx)
+	id, ok := ClusterIDFrom(ctx)
 	if !ok {
 		id = p.clusterID
 	}
@@ -148,7 +148,8 @@ func WithClusterID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, clusterIDKey{}, id)
 }
 
-func clusterIDFrom(ctx context.Context) (string, bool) {
+// ClusterIDFrom returns the cluster's ID that ctx carries, if any.
+func ClusterIDFrom(ctx context.Context) (string, bool) {
 	id, ok := ctx.Value(clusterIDKey{}).(string)
 	return id, ok
 }

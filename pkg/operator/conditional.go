@@ -230,7 +230,8 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 	}
 	// A target listed both ways is conditional, as the CVO prefers it.
 	updates = slices.DeleteFunc(slices.Clone(updates), func(n updategraph.Node) bool { return targets[n.Version] })
-	results := o.risks.lookup(ctx, conditional)
+	// PromQL rules fill the cluster's ID into their `_id=""` matchers.
+	results := o.risks.lookup(clusterconditions.WithClusterID(ctx, string(cv.Spec.ClusterID)), conditional)
 	accept := o.acceptRisks(ctx, cv)
 	previous := map[string][]metav1.Condition{}
 	for _, u := range status.ConditionalUpdates {

@@ -36,16 +36,19 @@ type riskEvaluator struct {
 	running bool
 	runs    int
 	wake    func()
-	// wanted are the distinct risks the last sync listed.
-	wanted []configv1.ConditionalUpdateRisk
+	// wanted are the distinct risks the last sync listed, and the
+	// cluster's ID it carried for their rules.
+	wanted    []configv1.ConditionalUpdateRisk
+	clusterID *string
 	// known is each risk's last evaluation, with the risk as evaluated.
 	known map[string]evaluatedRisk
 }
 
 type evaluatedRisk struct {
-	risk   configv1.ConditionalUpdateRisk
-	result riskResult
-	at     time.Time
+	risk      configv1.ConditionalUpdateRisk
+	clusterID *string
+	result    riskResult
+	at        time.Time
 }
 
 func newRiskEvaluator(clk clock.Clock, registry *clusterconditions.Registry, timeout time.Duration) *riskEvaluator {
@@ -65,7 +68,8 @@ func (e *riskEvaluator) start(ctx context.Context, wake func()) {
 }
 
 // lookup returns what is known of each risk of updates. Started, a risk
-// not yet evaluated, or whose rules changed, reads EvaluationFailed until
+// not yet evaluated, or whose rules or cluster ID (ctx's, see
+// clusterconditions.WithClusterID) changed, reads EvaluationFailed until
 // the goroutine has evaluated it.
 func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.ConditionalUpdate) map[string]riskResult {
 	e.mu.Lock()
@@ -84,14 +88,18 @@ func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.Condit
 			}
 		}
 	}
+	var clusterID *string
+	if id, ok := clusterconditions.ClusterIDFrom(ctx); ok {
+		clusterID = &id
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.wanted = wanted
+	e.wanted, e.clusterID = wanted, clusterID
 	out := make(map[string]riskResult, len(wanted))
 	missing := false
 	for _, r := range wanted {
 		k, ok := e.known[r.Name]
-		if !ok || !reflect.DeepEqual(k.risk, r) {
+		if !ok || !reflect.DeepEqual(k.risk, r) || !reflect.DeepEqual(k.clusterID, clusterID) {
 			missing = true
 			out[r.Name] = riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, unknownExposureMessage(r, fmt.Errorf("not evaluated yet"))}
 			continue
@@ -118,10 +126,10 @@ func (e *riskEvaluator) run(ctx context.Context, run int) {
 	}()
 	for ctx.Err() == nil {
 		e.mu.Lock()
-		wanted := e.wanted
+		wanted, clusterID := e.wanted, e.clusterID
 		e.mu.Unlock()
 		if len(wanted) > 0 {
-			e.evaluate(ctx, wanted)
+			e.evaluate(ctx, wanted, clusterID)
 		}
 		timer := e.clock.NewTimer(e.refresh)
 		select {
@@ -133,10 +141,15 @@ func (e *riskEvaluator) run(ctx context.Context, run int) {
 	}
 }
 
-// evaluate evaluates risks, within the bound, and wakes the loop when a
-// result differs from the last.
-func (e *riskEvaluator) evaluate(ctx context.Context, risks []configv1.ConditionalUpdateRisk) {
-	results := evaluateRisks(ctx, e.registry, []updategraph.ConditionalUpdate{{Risks: risks}}, e.timeout)
+// evaluate evaluates risks for the cluster clusterID (nil: none known),
+// within the bound, and wakes the loop when a result differs from the
+// last.
+func (e *riskEvaluator) evaluate(ctx context.Context, risks []configv1.ConditionalUpdateRisk, clusterID *string) {
+	evalCtx := ctx
+	if clusterID != nil {
+		evalCtx = clusterconditions.WithClusterID(ctx, *clusterID)
+	}
+	results := evaluateRisks(evalCtx, e.registry, []updategraph.ConditionalUpdate{{Risks: risks}}, e.timeout)
 	if ctx.Err() != nil {
 		return
 	}
@@ -148,7 +161,7 @@ func (e *riskEvaluator) evaluate(ctx context.Context, risks []configv1.Condition
 		if k, ok := e.known[r.Name]; !ok || k.result != res || !reflect.DeepEqual(k.risk, r) {
 			changed = true
 		}
-		e.known[r.Name] = evaluatedRisk{risk: r, result: res, at: now}
+		e.known[r.Name] = evaluatedRisk{risk: r, clusterID: clusterID, result: res, at: now}
 	}
 	// Forget risks no longer wanted, so that the map follows the graph.
 	wanted := map[string]bool{}

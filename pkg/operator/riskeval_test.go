@@ -75,3 +75,67 @@ func TestRunningRiskEvaluatorNeverHoldsASync(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// idSeen matches and reports the cluster's ID each evaluation carried.
+type idSeen chan string
+
+func (idSeen) Valid(context.Context, *configv1.ClusterCondition) error { return nil }
+func (s idSeen) Match(ctx context.Context, _ *configv1.ClusterCondition) (bool, error) {
+	id, ok := clusterconditions.ClusterIDFrom(ctx)
+	if !ok {
+		id = "<none>"
+	}
+	s <- id
+	return true, nil
+}
+
+// TestRiskEvaluatorCarriesTheClusterID: rules see the cluster's ID of the
+// lookup, evaluated in the sync or in the goroutine, and a new ID is
+// evaluated again.
+func TestRiskEvaluatorCarriesTheClusterID(t *testing.T) {
+	seen := make(idSeen, 10)
+	e := newRiskEvaluator(clocktesting.NewFakeClock(time.Now()), clusterconditions.New(map[string]clusterconditions.Condition{"PromQL": seen}), time.Minute)
+	updates := []updategraph.ConditionalUpdate{{Risks: []configv1.ConditionalUpdateRisk{{Name: "R", MatchingRules: []configv1.ClusterCondition{{Type: "PromQL"}}}}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	next := func() string {
+		t.Helper()
+		select {
+		case id := <-seen:
+			return id
+		case <-time.After(10 * time.Second):
+			t.Fatal("not evaluated")
+			return ""
+		}
+	}
+
+	e.lookup(clusterconditions.WithClusterID(ctx, "in-sync"), updates)
+	if id := next(); id != "in-sync" {
+		t.Errorf("evaluated in the sync with ID %q, want in-sync", id)
+	}
+	e.start(ctx, func() {})
+	e.lookup(clusterconditions.WithClusterID(ctx, "first"), updates)
+	if id := next(); id != "first" {
+		t.Errorf("evaluated in the goroutine with ID %q, want first", id)
+	}
+	waitForResult := func(id string) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if r := e.lookup(clusterconditions.WithClusterID(ctx, id), updates)["R"]; r.status == metav1.ConditionTrue {
+				return
+			}
+		}
+		t.Fatalf("no result for cluster %s", id)
+	}
+	waitForResult("first")
+	if r := e.lookup(clusterconditions.WithClusterID(ctx, "second"), updates)["R"]; r.status != metav1.ConditionUnknown {
+		t.Errorf("with a new cluster ID: %+v, want Unknown until evaluated again", r)
+	}
+	// Evaluations kicked before may still report the first ID.
+	for id := next(); id != "second"; id = next() {
+		if id != "first" {
+			t.Fatalf("evaluated with ID %q, want first, then second", id)
+		}
+	}
+	waitForResult("second")
+}

@@ -24,8 +24,12 @@ const PrometheusBinary = "prometheus"
 
 // PrometheusOptions configure a Prometheus started by StartPrometheus.
 type PrometheusOptions struct {
-	// Targets are host:port addresses scraped over plain HTTP at /metrics.
+	// Targets are host:port addresses scraped over plain HTTP at /metrics,
+	// in the job "test".
 	Targets []string
+	// Jobs are more scrape jobs, by job name, each with its targets as
+	// Targets: alert rules match on job="cluster-version-operator".
+	Jobs map[string][]string
 	// ScrapeInterval is also the rule evaluation interval; default 1s.
 	ScrapeInterval time.Duration
 	// RuleFiles are loaded as alerting and recording rules.
@@ -94,11 +98,21 @@ func (p *Prometheus) writeConfig(opts PrometheusOptions) error {
 			"evaluation_interval": interval,
 			"query_log_file":      p.QueryLogPath(),
 		},
-		"scrape_configs": []any{map[string]any{
+	}
+	var jobs []any
+	if len(opts.Targets) > 0 || len(opts.Jobs) == 0 {
+		jobs = append(jobs, map[string]any{
 			"job_name":       "test",
 			"static_configs": []any{map[string]any{"targets": opts.Targets}},
-		}},
+		})
 	}
+	for name, targets := range opts.Jobs {
+		jobs = append(jobs, map[string]any{
+			"job_name":       name,
+			"static_configs": []any{map[string]any{"targets": targets}},
+		})
+	}
+	config["scrape_configs"] = jobs
 	if len(opts.RuleFiles) > 0 {
 		config["rule_files"] = opts.RuleFiles
 	}
