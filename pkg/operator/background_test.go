@@ -109,15 +109,25 @@ func TestBackgroundStopsWithItsContextAndARestartReplacesIt(t *testing.T) {
 	b.start(ctx2, func() {}, second.step)
 	waitSignal(t, second.ran, "second start's step")
 
-	// The first goroutine ends with its context, leaving the second.
+	// The first goroutine ends with its context, leaving the second; it
+	// may take a kick on its way out, so the test kicks until one lands.
 	cancel1()
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(guard); ; {
+		b.request()
+		select {
+		case <-second.ran:
+		case <-time.After(50 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("the current start does not step on request")
+			}
+			continue
+		}
+		break
+	}
+	noSignal(t, first.ran, "the stopped start still steps")
 	if b.started() != ctx2 {
 		t.Fatal("the end of an earlier start stopped the current one")
 	}
-	b.request()
-	waitSignal(t, second.ran, "current step on request")
-	noSignal(t, first.ran, "the stopped start still steps")
 
 	cancel2()
 	for deadline := time.Now().Add(guard); b.started() != nil; time.Sleep(5 * time.Millisecond) {
