@@ -43,14 +43,9 @@ type graphFetcher struct {
 	clock   clock.Clock
 	refresh time.Duration
 	budget  time.Duration
-	// kick tells the goroutine that the wanted query changed.
-	kick chan struct{}
+	bg      *background
 
-	mu      sync.Mutex
-	running bool
-	// runs tells a goroutine left from an earlier start from the current.
-	runs   int
-	wake   func()
+	mu     sync.Mutex
 	wanted graphQuery
 	// inflight is the key being read and how to give that read up.
 	inflight       string
@@ -61,18 +56,13 @@ type graphFetcher struct {
 }
 
 func newGraphFetcher(clk clock.Clock, refresh, budget time.Duration) *graphFetcher {
-	return &graphFetcher{clock: clk, refresh: refresh, budget: budget, kick: make(chan struct{}, 1)}
+	return &graphFetcher{clock: clk, refresh: refresh, budget: budget, bg: newBackground(clk)}
 }
 
 // start reads in the background until ctx ends; wake is called when a new
 // answer would change what a sync writes.
 func (f *graphFetcher) start(ctx context.Context, wake func()) {
-	f.mu.Lock()
-	f.running, f.wake = true, wake
-	f.runs++
-	run := f.runs
-	f.mu.Unlock()
-	go f.run(ctx, run)
+	f.bg.start(ctx, wake, f.step)
 }
 
 // lookup returns the latest answer and the last good one, as seen by a
@@ -81,7 +71,7 @@ func (f *graphFetcher) start(ctx context.Context, wake func()) {
 func (f *graphFetcher) lookup(ctx context.Context, q graphQuery) (latest, good graphAnswer) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.running {
+	if f.bg.started() != nil {
 		f.want(q)
 		return f.latest, f.good
 	}
@@ -107,42 +97,17 @@ func (f *graphFetcher) want(q graphQuery) {
 		f.cancelInflight()
 		f.inflight = ""
 	}
-	select {
-	case f.kick <- struct{}{}:
-	default:
-	}
+	f.bg.request()
 }
 
-// run is the background reader.
-func (f *graphFetcher) run(ctx context.Context, run int) {
-	defer func() {
-		f.mu.Lock()
-		if f.runs == run {
-			f.running, f.wake = false, nil
-		}
-		f.mu.Unlock()
-	}()
-	for ctx.Err() == nil {
-		q, due := f.next()
-		if due == 0 {
-			f.readWanted(ctx, q)
-			continue
-		}
-		var timer clock.Timer
-		var fire <-chan time.Time
-		if due > 0 {
-			timer = f.clock.NewTimer(due)
-			fire = timer.C()
-		}
-		select {
-		case <-ctx.Done():
-		case <-f.kick:
-		case <-fire:
-		}
-		if timer != nil {
-			timer.Stop()
-		}
+// step reads the wanted query when it is due, and says when it is due
+// next.
+func (f *graphFetcher) step(ctx context.Context) time.Duration {
+	q, due := f.next()
+	if due == 0 {
+		f.readWanted(ctx, q)
 	}
+	return due
 }
 
 // next is the wanted query and how long until it is due: 0 now, -1 never
@@ -177,10 +142,9 @@ func (f *graphFetcher) readWanted(ctx context.Context, q graphQuery) {
 	kept := f.inflight == key && ctx.Err() == nil
 	f.inflight, f.cancelInflight = "", nil
 	changed := kept && f.store(a)
-	wake := f.wake
 	f.mu.Unlock()
-	if changed && wake != nil {
-		wake()
+	if changed {
+		f.bg.wake()
 	}
 }
 

@@ -87,32 +87,20 @@ type imageRetriever struct {
 	clock    clock.Clock
 	puller   *releaseimage.Puller
 	platform string
+	bg       *background
 
-	mu      sync.Mutex
-	running bool
-	ctx     context.Context
-	wake    func()
-	jobs    map[string]*imageJob
+	mu   sync.Mutex
+	jobs map[string]*imageJob
 }
 
 func newImageRetriever(clk clock.Clock, puller *releaseimage.Puller, platform string) *imageRetriever {
-	return &imageRetriever{clock: clk, puller: puller, platform: platform, jobs: map[string]*imageJob{}}
+	return &imageRetriever{clock: clk, puller: puller, platform: platform, bg: newBackground(clk), jobs: map[string]*imageJob{}}
 }
 
 // start retrieves in the background until ctx ends, calling wake with
 // every answer.
 func (r *imageRetriever) start(ctx context.Context, wake func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.running, r.ctx, r.wake = true, ctx, wake
-	go func() {
-		<-ctx.Done()
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.ctx == ctx {
-			r.running, r.wake = false, nil
-		}
-	}()
+	r.bg.start(ctx, wake, nil)
 }
 
 // lookup returns the last answer to req, nil when there is none yet. A
@@ -131,16 +119,16 @@ func (r *imageRetriever) lookup(ctx context.Context, req imageRequest) *imageAns
 	if j.cancel != nil || !r.due(j) {
 		return j.answer
 	}
-	if !r.running {
+	bctx := r.bg.started()
+	if bctx == nil {
 		r.mu.Unlock()
 		a := r.retrieve(ctx, req)
 		r.mu.Lock()
 		r.store(j, a)
 		return j.answer
 	}
-	jctx, cancel := context.WithCancel(r.ctx)
+	jctx, cancel := context.WithCancel(bctx)
 	j.cancel = cancel
-	wake := r.wake
 	go func() {
 		a := r.retrieve(jctx, req)
 		r.mu.Lock()
@@ -154,7 +142,7 @@ func (r *imageRetriever) lookup(ctx context.Context, req imageRequest) *imageAns
 		if stale {
 			return
 		}
-		wake()
+		r.bg.wake()
 		if a.failed() {
 			// Wake the sync again when the retry is due, rather than at
 			// the next resync.
@@ -162,8 +150,8 @@ func (r *imageRetriever) lookup(ctx context.Context, req imageRequest) *imageAns
 			defer t.Stop()
 			select {
 			case <-t.C():
-				wake()
-			case <-r.ctx.Done():
+				r.bg.wake()
+			case <-bctx.Done():
 			}
 		}
 	}()

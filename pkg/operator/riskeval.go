@@ -30,12 +30,9 @@ type riskEvaluator struct {
 	registry *clusterconditions.Registry
 	timeout  time.Duration
 	refresh  time.Duration
-	kick     chan struct{}
+	bg       *background
 
-	mu      sync.Mutex
-	running bool
-	runs    int
-	wake    func()
+	mu sync.Mutex
 	// wanted are the distinct risks the last sync listed, and the
 	// cluster's ID it carried for their rules.
 	wanted    []configv1.ConditionalUpdateRisk
@@ -53,18 +50,13 @@ type evaluatedRisk struct {
 
 func newRiskEvaluator(clk clock.Clock, registry *clusterconditions.Registry, timeout time.Duration) *riskEvaluator {
 	return &riskEvaluator{clock: clk, registry: registry, timeout: timeout, refresh: defaultRiskRefresh,
-		kick: make(chan struct{}, 1), known: map[string]evaluatedRisk{}}
+		bg: newBackground(clk), known: map[string]evaluatedRisk{}}
 }
 
 // start evaluates in the background until ctx ends; wake is called when a
 // result changes.
 func (e *riskEvaluator) start(ctx context.Context, wake func()) {
-	e.mu.Lock()
-	e.running, e.wake = true, wake
-	e.runs++
-	run := e.runs
-	e.mu.Unlock()
-	go e.run(ctx, run)
+	e.bg.start(ctx, wake, e.step)
 }
 
 // lookup returns what is known of each risk of updates. Started, a risk
@@ -72,10 +64,7 @@ func (e *riskEvaluator) start(ctx context.Context, wake func()) {
 // clusterconditions.WithClusterID) changed, reads EvaluationFailed until
 // the goroutine has evaluated it.
 func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.ConditionalUpdate) map[string]riskResult {
-	e.mu.Lock()
-	running := e.running
-	e.mu.Unlock()
-	if !running {
+	if e.bg.started() == nil {
 		return evaluateRisks(ctx, e.registry, updates, e.timeout)
 	}
 	var wanted []configv1.ConditionalUpdateRisk
@@ -107,38 +96,21 @@ func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.Condit
 		out[r.Name] = k.result
 	}
 	if missing {
-		select {
-		case e.kick <- struct{}{}:
-		default:
-		}
+		e.bg.request()
 	}
 	return out
 }
 
-// run evaluates the wanted risks when kicked and every refresh.
-func (e *riskEvaluator) run(ctx context.Context, run int) {
-	defer func() {
-		e.mu.Lock()
-		if e.runs == run {
-			e.running, e.wake = false, nil
-		}
-		e.mu.Unlock()
-	}()
-	for ctx.Err() == nil {
-		e.mu.Lock()
-		wanted, clusterID := e.wanted, e.clusterID
-		e.mu.Unlock()
-		if len(wanted) > 0 {
-			e.evaluate(ctx, wanted, clusterID)
-		}
-		timer := e.clock.NewTimer(e.refresh)
-		select {
-		case <-ctx.Done():
-		case <-e.kick:
-		case <-timer.C():
-		}
-		timer.Stop()
+// step evaluates the wanted risks; the next step is due after the
+// refresh, or when a sync lacks a risk.
+func (e *riskEvaluator) step(ctx context.Context) time.Duration {
+	e.mu.Lock()
+	wanted, clusterID := e.wanted, e.clusterID
+	e.mu.Unlock()
+	if len(wanted) > 0 {
+		e.evaluate(ctx, wanted, clusterID)
 	}
+	return e.refresh
 }
 
 // evaluate evaluates risks for the cluster clusterID (nil: none known),
@@ -173,9 +145,8 @@ func (e *riskEvaluator) evaluate(ctx context.Context, risks []configv1.Condition
 			delete(e.known, name)
 		}
 	}
-	wake := e.wake
 	e.mu.Unlock()
-	if changed && wake != nil {
-		wake()
+	if changed {
+		e.bg.wake()
 	}
 }
