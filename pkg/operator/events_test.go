@@ -51,3 +51,40 @@ func TestShutdownWaitsForRecordedEvents(t *testing.T) {
 		t.Errorf("%d Events written before Shutdown returned, want %d", len(list.Items), n)
 	}
 }
+
+// TestShutdownWaitsOnlyForEventsTheCorrelatorSends: client-go's
+// correlator drops Events about one object beyond a burst of 25, and those
+// are never written. Shutdown must not wait its full timeout for them; the
+// marker that tells it so is never written either.
+func TestShutdownWaitsOnlyForEventsTheCorrelatorSends(t *testing.T) {
+	kube := fake.NewClientset()
+	obj := &corev1.ObjectReference{Kind: "ConfigMap", Name: "cm", Namespace: "ns", UID: "u", APIVersion: "v1"}
+	b, tally, rec := newTalliedEvents(nil, corev1.EventSource{Component: "test"}, obj)
+	b.StartRecordingToSink(countingSink{EventSink: slowSink{kube: kube}, tally: tally})
+	defer b.Shutdown()
+	const n = 100
+	for i := range n {
+		rec.Eventf(obj, corev1.EventTypeNormal, "Test", "event %d", i)
+	}
+	if !tally.wait(context.Background(), time.Minute) {
+		t.Fatalf("wait timed out: %d of %d recorded Events written", tally.written.Load(), tally.recorded.Load())
+	}
+	written := tally.written.Load()
+	if written == 0 || written >= n {
+		t.Errorf("%d of %d Events written; the correlator should have sent some and dropped the rest", written, n)
+	}
+	list, err := kube.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.Reason == flushMarkerReason {
+			t.Errorf("the flush marker was written: %q", e.Message)
+		}
+	}
+	// Only Creates reach the fake clientset; the correlator's aggregated
+	// repeats are Patches, which slowSink counts without storing.
+	if len(list.Items) == 0 {
+		t.Error("no Event reached the cluster")
+	}
+}

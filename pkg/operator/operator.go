@@ -272,14 +272,8 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Operator, error) {
 		}
 	}
 	if cfg.Recorder == nil {
-		if cfg.EventBroadcaster == nil {
-			cfg.EventBroadcaster = record.NewBroadcaster()
-		}
-		cfg.eventTally = &eventTally{}
-		cfg.Recorder = countingRecorder{
-			EventRecorder: cfg.EventBroadcaster.NewRecorder(eventScheme(), corev1.EventSource{Component: "payload-applier", Host: cfg.Identity}),
-			tally:         cfg.eventTally,
-		}
+		cfg.EventBroadcaster, cfg.eventTally, cfg.Recorder = newTalliedEvents(cfg.EventBroadcaster,
+			corev1.EventSource{Component: "payload-applier", Host: cfg.Identity}, cfg.eventObject())
 	}
 	if cfg.Engine == nil {
 		self := apply.DefaultSelf()
