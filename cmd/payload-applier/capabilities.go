@@ -14,12 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -112,7 +108,7 @@ func (f *capabilityFlags) source() string {
 // today when it exists on the cluster. That over-reports an object
 // created outside any release, and misses a managed object deleted since;
 // the operator decides from the current release itself.
-func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.Interface, dyn dynamic.Interface, mapper meta.RESTMapper,
+func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.Interface, e *apply.Engine,
 	rel *payload.Release, mode graph.Mode) (*payload.Release, planCapabilities, error) {
 	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
 	switch {
@@ -137,7 +133,7 @@ func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.
 	case current == "" || current == rel.Version:
 		return narrowed, newPlanCapabilities(caps, nil, where+"; no update from another release, so nothing is enabled implicitly"), nil
 	}
-	would, objects, err := existingBehindCapabilities(ctx, dyn, mapper, narrowed, caps)
+	would, objects, err := existingBehindCapabilities(ctx, e, narrowed, caps)
 	if err != nil {
 		return nil, planCapabilities{}, err
 	}
@@ -153,8 +149,8 @@ func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.
 // existingBehindCapabilities returns the capabilities, not enabled in
 // caps, of rel's manifests skipped for them whose objects exist, and
 // those objects.
-func existingBehindCapabilities(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper,
-	rel *payload.Release, caps payload.Capabilities) ([]configv1.ClusterVersionCapability, []string, error) {
+func existingBehindCapabilities(ctx context.Context, e *apply.Engine, rel *payload.Release,
+	caps payload.Capabilities) ([]configv1.ClusterVersionCapability, []string, error) {
 	enabled := sets.New(caps.Enabled...)
 	known := sets.New(caps.Known...)
 	would := sets.New[configv1.ClusterVersionCapability]()
@@ -164,22 +160,12 @@ func existingBehindCapabilities(ctx context.Context, dyn dynamic.Interface, mapp
 			continue
 		}
 		m := s.Manifest
-		mapping, err := mapper.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
-		if meta.IsNoMatchError(err) {
-			continue // not served: no such object
-		} else if err != nil {
-			return nil, nil, fmt.Errorf("map %s: %w", m.ID(), err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			ri = dyn.Resource(mapping.Resource).Namespace(m.Obj.GetNamespace())
-		}
-		_, err = ri.Get(ctx, m.Obj.GetName(), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
+		exists, err := e.Exists(ctx, m)
+		if err != nil {
 			return nil, nil, fmt.Errorf("read %s: %w", m.ID(), err)
+		}
+		if !exists {
+			continue
 		}
 		add := sets.New(m.GetManifestCapabilities()...).Difference(enabled).Intersection(known)
 		if add.Len() > 0 {
@@ -203,19 +189,6 @@ func boundedList(items []string, n int) string {
 func statusCapabilities(cv *configv1.ClusterVersion) []string {
 	caps, _ := operator.Capabilities(cv)
 	return capNames(caps.Implicit)
-}
-
-// planLive is liveCapabilities on the cluster of cfg.
-func (f *capabilityFlags) planLive(ctx context.Context, cfg *rest.Config, cc configclient.Interface, rel *payload.Release, mode graph.Mode) (*payload.Release, planCapabilities, error) {
-	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return nil, planCapabilities{}, err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, planCapabilities{}, err
-	}
-	return f.liveCapabilities(ctx, cc, dyn, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc)), rel, mode)
 }
 
 // summary is the capabilities in one line of text.

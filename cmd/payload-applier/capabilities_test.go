@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
@@ -105,7 +107,7 @@ func capManifest(name, caps string) string {
 // liveCapabilityCluster is a ClusterVersion whose spec asks for no
 // capability and whose status enabled Console, a ConfigMap "moved" that
 // the cluster holds, and a release 1.1.0 that puts it behind Build.
-func liveCapabilityCluster(t *testing.T, desired string) (*configfake.Clientset, *dynamicfake.FakeDynamicClient, meta.RESTMapper, *payload.Release) {
+func liveCapabilityCluster(t *testing.T, desired string) (*configfake.Clientset, *apply.Engine, *payload.Release) {
 	t.Helper()
 	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"},
 		Spec: configv1.ClusterVersionSpec{Capabilities: &configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: configv1.ClusterVersionCapabilitySetNone}},
@@ -129,7 +131,11 @@ func liveCapabilityCluster(t *testing.T, desired string) (*configfake.Clientset,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return configfake.NewSimpleClientset(cv), dyn, rm, rel
+	e, err := apply.New(apply.Config{Dynamic: dyn, Mapper: staticMapper{rm}, Ledger: &deletion.MemoryStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return configfake.NewSimpleClientset(cv), e, rel
 }
 
 func kept(rel *payload.Release) []string {
@@ -141,9 +147,9 @@ func kept(rel *payload.Release) []string {
 }
 
 func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
-	cc, dyn, rm, rel := liveCapabilityCluster(t, "1.0.0")
+	cc, e, rel := liveCapabilityCluster(t, "1.0.0")
 	f := &capabilityFlags{}
-	got, caps, err := f.liveCapabilities(context.Background(), cc, dyn, rm, rel, graph.ModeUpdate)
+	got, caps, err := f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +165,7 @@ func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 	}
 
 	t.Log("outside update mode nothing is previewed")
-	got, caps, err = f.liveCapabilities(context.Background(), cc, dyn, rm, rel, graph.ModeReconcile)
+	got, caps, err = f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeReconcile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +175,7 @@ func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 
 	t.Log("the flags stand in for the spec; the status still counts")
 	f = &capabilityFlags{baseline: "None", additional: []string{"Insights"}}
-	got, caps, err = f.liveCapabilities(context.Background(), cc, dyn, rm, rel, graph.ModeUpdate)
+	got, caps, err = f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,8 +186,8 @@ func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 
 func TestPlanLiveCapabilitiesNoPreviewWithoutAnUpdate(t *testing.T) {
 	for _, desired := range []string{"", "1.1.0"} {
-		cc, dyn, rm, rel := liveCapabilityCluster(t, desired)
-		_, caps, err := (&capabilityFlags{}).liveCapabilities(context.Background(), cc, dyn, rm, rel, graph.ModeUpdate)
+		cc, e, rel := liveCapabilityCluster(t, desired)
+		_, caps, err := (&capabilityFlags{}).liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -253,7 +253,7 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}
 	// Last: it narrows rel, whatever the filters before it kept.
-	rel, caps, err := o.caps.planLive(ctx, cfg, cc, rel, opts.Mode)
+	rel, caps, err := o.caps.liveCapabilities(ctx, cc, e, rel, opts.Mode)
 	if err != nil {
 		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}

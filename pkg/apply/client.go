@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/utils/ptr"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // errNoNamespace: a namespaced kind without a namespace has no client.
@@ -56,6 +58,20 @@ func (e *Engine) resolve(gvk schema.GroupVersionKind, namespace string, refresh 
 	rc.namespace = namespace
 	rc.ri = e.dynamic.Resource(mapping.Resource).Namespace(namespace)
 	return rc, nil
+}
+
+// Exists says whether m's object is on the cluster. A kind the cluster
+// does not serve, or a namespaced one without a namespace, has none.
+func (e *Engine) Exists(ctx context.Context, m *payload.Manifest) (bool, error) {
+	rc, err := e.resolve(m.GVK, m.Obj.GetNamespace(), false)
+	switch {
+	case meta.IsNoMatchError(err) || errors.Is(err, errNoNamespace):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	obj, err := rc.read(ctx, m.Obj.GetName())
+	return obj != nil, err
 }
 
 // read returns the named object, or nil when it is not found.
