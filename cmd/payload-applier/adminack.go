@@ -8,7 +8,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -98,8 +97,8 @@ func clusterAdminAcks(ctx context.Context, cfg *rest.Config, cc configclient.Int
 	if err != nil {
 		return planAdminAcks{}, err
 	}
-	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
-	if err != nil {
+	cv, err := readClusterVersion(ctx, cc)
+	if err != nil || cv == nil {
 		// judgeUpdate reported what matters; without one, no gate applies.
 		return planAdminAcks{}, nil
 	}

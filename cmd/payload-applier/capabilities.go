@@ -10,9 +10,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
@@ -110,12 +107,12 @@ func (f *capabilityFlags) source() string {
 // the operator decides from the current release itself.
 func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.Interface, e *apply.Engine,
 	rel *payload.Release, mode graph.Mode) (*payload.Release, planCapabilities, error) {
-	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
+	cv, err := readClusterVersion(ctx, cc)
+	if err != nil {
+		return nil, planCapabilities{}, err
+	}
+	if cv == nil {
 		cv = &configv1.ClusterVersion{}
-	case err != nil:
-		return nil, planCapabilities{}, fmt.Errorf("read ClusterVersion version: %w", err)
 	}
 	where := "the ClusterVersion's spec and status"
 	if spec := f.spec(); spec != nil {

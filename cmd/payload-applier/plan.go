@@ -15,9 +15,6 @@ import (
 
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
@@ -340,12 +337,9 @@ func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine
 	if mode != graph.ModeUpdate {
 		return operator.Verdict{}, planAcceptance{Message: fmt.Sprintf("not checked in %s mode", mode)}, nil
 	}
-	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		cv = nil
-	case err != nil:
-		return operator.Verdict{}, planAcceptance{}, fmt.Errorf("read ClusterVersion version: %w", err)
+	cv, err := readClusterVersion(ctx, cc)
+	if err != nil {
+		return operator.Verdict{}, planAcceptance{}, err
 	}
 	var deprecated map[string]string
 	if cv != nil {

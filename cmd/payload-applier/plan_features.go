@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -22,12 +23,22 @@ func liveInclusion(ctx context.Context, cc configclient.Interface, rel *payload.
 	if err != nil || fg == nil {
 		return rel, err
 	}
+	cv, err := readClusterVersion(ctx, cc)
+	if err != nil {
+		return nil, err
+	}
+	return rel.Filter(operator.FeatureGateLoadOptions(base, fg, operator.FeatureGateVersion(cv, rel.Version))), nil
+}
+
+// readClusterVersion reads the cluster's ClusterVersion "version", nil
+// when it has none or no ClusterVersion API.
+func readClusterVersion(ctx context.Context, cc configclient.Interface) (*configv1.ClusterVersion, error) {
 	cv, err := cc.ConfigV1().ClusterVersions().Get(ctx, "version", metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
-		cv = nil
+		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("read ClusterVersion version: %w", err)
 	}
-	return rel.Filter(operator.FeatureGateLoadOptions(base, fg, operator.FeatureGateVersion(cv, rel.Version))), nil
+	return cv, nil
 }
