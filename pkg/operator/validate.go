@@ -3,7 +3,6 @@ package operator
 import (
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -58,7 +57,7 @@ func validateClusterVersion(cv *configv1.ClusterVersion) field.ErrorList {
 		path := spec.Child("capabilities")
 		if set := caps.BaselineCapabilitySet; set != "" {
 			if _, ok := configv1.ClusterVersionCapabilitySets[set]; !ok {
-				errs = append(errs, field.NotSupported(path.Child("baselineCapabilitySet"), string(set), knownCapabilitySets()))
+				errs = append(errs, field.NotSupported(path.Child("baselineCapabilitySet"), string(set), payload.KnownCapabilitySets()))
 			}
 		}
 		known := map[configv1.ClusterVersionCapability]bool{}
@@ -72,16 +71,6 @@ func validateClusterVersion(cv *configv1.ClusterVersion) field.ErrorList {
 		}
 	}
 	return errs
-}
-
-func knownCapabilitySets() []string {
-	sets := make([]string, 0, len(configv1.ClusterVersionCapabilitySets))
-	for s := range configv1.ClusterVersionCapabilitySets {
-		sets = append(sets, string(s))
-	}
-	// Map order is random; a stable message keeps the status unchanged.
-	slices.Sort(sets)
-	return sets
 }
 
 // clearInvalidFields drops from cv's spec what failed validation and has a
