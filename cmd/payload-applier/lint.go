@@ -19,7 +19,10 @@ type lintOptions struct {
 	output    string
 	strict    bool
 	listRules bool
-	registry  registryFlags
+	// pathPrefix and explain: lint_sarif.go and lint_explain.go.
+	pathPrefix string
+	explain    string
+	registry   registryFlags
 }
 
 const lintLong = `Lint a release payload the way release CI should before it ships.
@@ -48,12 +51,14 @@ Every finding is reported, not just the first. Exit status:
 const lintExample = `  payload-applier lint release/
   payload-applier lint --previous quay.io/example/release:4.19.7 quay.io/example/release@sha256:<hex>
   payload-applier lint --previous 4.19.7/ --output github release/
-  payload-applier lint --profile single-node-developer --strict --output json release/release-manifests`
+  payload-applier lint --profile single-node-developer --strict --output json release/release-manifests
+  payload-applier lint --output sarif --path-prefix payload/ payload/ > lint.sarif
+  payload-applier lint --explain delete-value`
 
 func newLintCommand() *cobra.Command {
 	o := lintOptions{}
 	cmd := &cobra.Command{
-		Use:     "lint [--previous DIR|IMAGE] [--profile P] [--output text|json|github] [--strict] DIR|IMAGE",
+		Use:     "lint [--previous DIR|IMAGE] [--profile P] [--output text|json|github|sarif] [--strict] DIR|IMAGE",
 		Short:   "Check a release payload for mistakes before it ships",
 		Long:    lintLong,
 		Example: lintExample,
@@ -73,7 +78,8 @@ func newLintCommand() *cobra.Command {
 	flags := cmd.Flags()
 	flags.StringVar(&o.previous, "previous", "", "the release clusters run now, to check the update from it")
 	flags.StringVar(&o.profile, "profile", payload.DefaultClusterProfile, "the cluster profile to filter for: "+strings.Join(payload.KnownProfiles, ", "))
-	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or github (workflow commands)")
+	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json, github (workflow commands) or sarif (SARIF 2.1.0, for code scanning)")
+	flags.StringVar(&o.pathPrefix, "path-prefix", "", "with --output sarif: the payload directory's path from the repository root, which result paths start with (default: paths from the payload directory)")
 	flags.BoolVar(&o.strict, "strict", false, "fail on warnings too")
 	flags.BoolVar(&o.listRules, "list-rules", false, "list the rules and exit")
 	o.registry.addPull(cmd)
@@ -113,7 +119,11 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 	findings = append(findings, payload.Lint(all.Filter(opts), lintOpts)...)
 	payload.SortFindings(findings)
 
-	if err := printFindings(stdout, findings, o.output); err != nil {
+	write := func() error { return printFindings(stdout, findings, o.output) }
+	if o.output == "sarif" {
+		write = func() error { return printSARIF(stdout, findings, dir, o.pathPrefix) }
+	}
+	if err := write(); err != nil {
 		return withExitCode(exitUsage, err)
 	}
 	counts := map[payload.Severity]int{}
@@ -136,9 +146,9 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 
 func (o lintOptions) validate() error {
 	switch o.output {
-	case "text", "json", "github":
+	case "text", "json", "github", "sarif":
 	default:
-		return fmt.Errorf("--output must be text, json or github, not %q", o.output)
+		return fmt.Errorf("--output must be text, json, github or sarif, not %q", o.output)
 	}
 	for _, p := range payload.KnownProfiles {
 		if o.profile == p {

@@ -71,7 +71,7 @@ func TestLintExitCodes(t *testing.T) {
 			args: []string{"lint", "--previous", payloadDir("missing"), payloadDir("clean")}, code: exitUsage, stderr: "cannot load the previous release",
 		},
 		"an unknown output format is a usage error": {
-			args: []string{"lint", "--output", "yaml", payloadDir("clean")}, code: exitUsage, stderr: "--output must be text, json or github",
+			args: []string{"lint", "--output", "yaml", payloadDir("clean")}, code: exitUsage, stderr: "--output must be text, json, github or sarif",
 		},
 		"an unknown profile is a usage error": {
 			args: []string{"lint", "--profile", "self-managed", payloadDir("clean")}, code: exitUsage, stderr: "unknown --profile",
