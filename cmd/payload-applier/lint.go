@@ -40,7 +40,14 @@ feature set would filter them. Rules about how manifests relate to each
 other see what that profile includes; rules about one manifest's
 annotations and file name see every manifest. With --previous, the rules
 across an update also run (leftover deletes, orphans, dropped CRD
-versions). docs/annotations.md lists every rule.
+versions). docs/annotations.md lists every rule; --list-rules lists them
+here, and --explain RULE prints one rule's documentation: what it
+catches, why, an example that fails and the fix.
+
+--output sarif writes SARIF 2.1.0 for code scanning. Its paths are
+relative to the payload directory, or start with --path-prefix, the
+payload directory's path from the repository root, so that code scanning
+finds the files.
 
 Every finding is reported, not just the first. Exit status:
   0  no errors (warnings allowed, unless --strict)
@@ -63,12 +70,15 @@ func newLintCommand() *cobra.Command {
 		Long:    lintLong,
 		Example: lintExample,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if o.listRules {
+			if o.listRules || o.explain != "" {
 				return cobra.NoArgs(cmd, args)
 			}
 			return cobra.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.explain != "" {
+				return explainRule(cmd.OutOrStdout(), o.explain)
+			}
 			if o.listRules {
 				return printRules(cmd.OutOrStdout())
 			}
@@ -81,7 +91,8 @@ func newLintCommand() *cobra.Command {
 	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json, github (workflow commands) or sarif (SARIF 2.1.0, for code scanning)")
 	flags.StringVar(&o.pathPrefix, "path-prefix", "", "with --output sarif: the payload directory's path from the repository root, which result paths start with (default: paths from the payload directory)")
 	flags.BoolVar(&o.strict, "strict", false, "fail on warnings too")
-	flags.BoolVar(&o.listRules, "list-rules", false, "list the rules and exit")
+	flags.BoolVar(&o.listRules, "list-rules", false, "list every rule: id, severity and what it catches, one line each")
+	flags.StringVar(&o.explain, "explain", "", "print a rule's documentation (what it catches, why, an example that fails, the fix) and exit")
 	o.registry.addPull(cmd)
 	return cmd
 }

@@ -2,6 +2,7 @@ package payload
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 )
 
@@ -624,4 +625,32 @@ spec:
 `,
 		Fix: "Ship the new API as a new CRD.",
 	},
+}
+
+// CloseRules returns the rule ids that s may have meant: those it is part
+// of, and those within a few edits of it, closest first.
+func CloseRules(s string) []Rule {
+	s = strings.ToLower(strings.TrimSpace(s))
+	type scored struct {
+		id Rule
+		d  int
+	}
+	var close []scored
+	for _, r := range AllRules {
+		d := editDistance(s, string(r.ID))
+		switch {
+		case d <= max(2, len(s)/3):
+		case s != "" && strings.Contains(string(r.ID), s):
+			d = len(r.ID) // after the near misses
+		default:
+			continue
+		}
+		close = append(close, scored{r.ID, d})
+	}
+	sort.SliceStable(close, func(i, j int) bool { return close[i].d < close[j].d })
+	ids := make([]Rule, len(close))
+	for i, c := range close {
+		ids[i] = c.id
+	}
+	return ids
 }

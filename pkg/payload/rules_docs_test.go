@@ -113,3 +113,20 @@ func TestRuleExamplesFail(t *testing.T) {
 		})
 	}
 }
+
+func TestCloseRules(t *testing.T) {
+	tests := map[string][]Rule{
+		"delet-value": {RuleDeleteValue},
+		"ORPHAN":      {RuleOrphan},
+		"zzzzzz":      nil,
+	}
+	for in, want := range tests {
+		got := CloseRules(in)
+		if len(want) == 0 && len(got) != 0 || len(want) > 0 && (len(got) == 0 || got[0] != want[0]) {
+			t.Errorf("CloseRules(%q) = %v, want %v first", in, got, want)
+		}
+	}
+	if got := CloseRules("crd"); len(got) != 4 {
+		t.Errorf("CloseRules(crd) = %v, want the four crd- rules", got)
+	}
+}
