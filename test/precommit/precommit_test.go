@@ -75,7 +75,7 @@ metadata:
 	if err == nil {
 		t.Fatalf("the commit with release.openshift.io/delete: \"True\" went in:\n%s", out)
 	}
-	for _, want := range []string{"payload-applier lint", "Failed", "0000_50_example_01_old-config.yaml:7:5: error", "(delete-value)"} {
+	for _, want := range []string{"payload-applier lint", "Failed", "0000_50_example_01_old-config.yaml:8:5: error", "(delete-value)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the refused commit's output lacks %q:\n%s", want, out)
 		}
