@@ -26,9 +26,10 @@ vet: check-go
 # Debian tools the tests run, as command:package: skopeo reads the images
 # `release pack` and `make image` write; gpg makes the keys signatures are
 # tested with; prometheus (with promtool) is the real Prometheus that risk
-# queries, metrics and alert rules are tested with. Installed when missing;
+# queries, metrics and alert rules are tested with; pre-commit runs the
+# payload-applier-lint hook (test/precommit). Installed when missing;
 # a test that needs one fails without it.
-DEBIAN_TOOLS := skopeo:skopeo gpg:gnupg prometheus:prometheus promtool:prometheus
+DEBIAN_TOOLS := skopeo:skopeo gpg:gnupg prometheus:prometheus promtool:prometheus pre-commit:pre-commit
 
 tools:
 	@missing=""; for t in $(DEBIAN_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t##*:}"; done; \
