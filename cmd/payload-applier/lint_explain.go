@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // sectionTitles name docs/annotations.md's rule tables for --explain.
@@ -59,22 +60,10 @@ func explainRule(w io.Writer, id string) error {
 	return err
 }
 
-// wrapText fills text into lines of at most width columns, each indented.
+// wrapText is textwrap.Wrap ending in a newline, "" for no text.
 func wrapText(text, indent string, width int) string {
-	var b strings.Builder
-	line := indent
-	for _, word := range strings.Fields(text) {
-		if len(line) > len(indent) && len(line)+1+len(word) > width {
-			b.WriteString(line + "\n")
-			line = indent
-		}
-		if len(line) > len(indent) {
-			line += " "
-		}
-		line += word
+	if strings.TrimSpace(text) == "" {
+		return ""
 	}
-	if len(line) > len(indent) {
-		b.WriteString(line + "\n")
-	}
-	return b.String()
+	return textwrap.Wrap(text, width, indent) + "\n"
 }

@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // The releases of examples/payloads, in the order the story applies them.
@@ -352,25 +353,7 @@ func (s *story) title(t string) {
 // say prints an explanation, wrapped for a terminal.
 func (s *story) say(format string, args ...any) {
 	fmt.Fprintln(s.out)
-	fmt.Fprintln(s.out, wrap(fmt.Sprintf(format, args...), 78, "    "))
-}
-
-// wrap breaks text into lines of at most width columns, each indented.
-func wrap(text string, width int, indent string) string {
-	var b strings.Builder
-	line := indent
-	for _, w := range strings.Fields(text) {
-		if len(line) > len(indent) && len(line)+1+len(w) > width {
-			b.WriteString(line + "\n")
-			line = indent
-		}
-		if len(line) > len(indent) {
-			line += " "
-		}
-		line += w
-	}
-	b.WriteString(line)
-	return b.String()
+	fmt.Fprintln(s.out, textwrap.Wrap(fmt.Sprintf(format, args...), 78, "    "))
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
