@@ -529,16 +529,15 @@ metadata: {name: example-operator, namespace: openshift-example, annotations: {i
 		What:         "A delete manifest that the previous release already carried.",
 		Why:          "Clusters leave a minor version only once its deletes are done (`Upgradeable=False` while they are pending), so in the next minor the manifest is dead weight that could delete a re-created object. Within a z-stream (4.20.1 to 4.20.3), leftovers are allowed and the message says so. The operator enforces the same rule at acceptance, from the cluster's delete ledger (precondition `DeleteManifestsCarriedAcrossMinor`).",
 		Example: `
-# previous release 4.19.7 and this release 4.20.0 both carry:
-# 0000_50_example_01_config.yaml
+# previous release 4.19.7: 0000_50_example_01_config.yaml
 apiVersion: v1
 kind: ConfigMap
-metadata:
-  name: old-config
-  namespace: openshift-example
-  annotations:
-    include.release.openshift.io/self-managed-high-availability: "true"
-    release.openshift.io/delete: "true"
+metadata: {name: old-config, namespace: openshift-example, annotations: {include.release.openshift.io/self-managed-high-availability: "true", release.openshift.io/delete: "true"}}
+---
+# this release 4.20.0: 0000_50_example_01_config.yaml, the same delete again
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: old-config, namespace: openshift-example, annotations: {include.release.openshift.io/self-managed-high-availability: "true", release.openshift.io/delete: "true"}}
 `,
 		Fix: "Drop the delete manifest from the new minor release.",
 	},
@@ -550,12 +549,12 @@ metadata:
 # previous release: 0000_50_example_01_config.yaml
 apiVersion: v1
 kind: ConfigMap
-metadata:
-  name: old-config
-  namespace: openshift-example
-  annotations:
-    include.release.openshift.io/self-managed-high-availability: "true"
-# this release: no manifest for ConfigMap openshift-example/old-config
+metadata: {name: old-config, namespace: openshift-example, annotations: {include.release.openshift.io/self-managed-high-availability: "true"}}
+---
+# this release: 0000_50_example_02_other.yaml, and nothing creates or deletes old-config
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: other, namespace: openshift-example, annotations: {include.release.openshift.io/self-managed-high-availability: "true"}}
 `,
 		Fix: "Add a delete manifest, or keep the manifest.",
 	},
@@ -576,7 +575,14 @@ spec:
   - {name: v1beta1, served: true, storage: false}
   - {name: v1, served: true, storage: true}
 ---
-# this release: the same CRD, v1beta1 gone
+# this release: 0000_50_example_00_crd.yaml, v1beta1 gone
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com, annotations: {include.release.openshift.io/self-managed-high-availability: "true"}}
+spec:
+  group: example.com
+  names: {kind: Gadget, plural: gadgets}
+  scope: Namespaced
   versions:
   - {name: v1, served: true, storage: true}
 `,
@@ -598,7 +604,14 @@ spec:
   versions:
   - {name: v1beta1, served: true, storage: true}
 ---
-# this release: the same CRD, v1beta1 gone
+# this release: 0000_50_example_00_crd.yaml, v1beta1 gone
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com, annotations: {include.release.openshift.io/self-managed-high-availability: "true"}}
+spec:
+  group: example.com
+  names: {kind: Gadget, plural: gadgets}
+  scope: Namespaced
   versions:
   - {name: v1, served: true, storage: true}
 `,
@@ -619,9 +632,15 @@ spec:
   scope: Namespaced
   versions: [{name: v1, served: true, storage: true}]
 ---
-# this release: the same CRD, now cluster-scoped
+# this release: 0000_50_example_00_crd.yaml, now cluster-scoped
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.example.com, annotations: {include.release.openshift.io/self-managed-high-availability: "true"}}
 spec:
+  group: example.com
+  names: {kind: Gadget, plural: gadgets}
   scope: Cluster
+  versions: [{name: v1, served: true, storage: true}]
 `,
 		Fix: "Ship the new API as a new CRD.",
 	},

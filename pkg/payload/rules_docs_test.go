@@ -67,66 +67,62 @@ func TestAnnotationsDocMatchesRuleDocs(t *testing.T) {
 	}
 }
 
-// TestRuleExamplesFail lints the example of every rule about one release
-// and expects the rule to report it, so an example cannot rot.
+// TestRuleExamplesFail lints the example of every rule and expects the
+// rule to report it, so that an example cannot rot. An example names each
+// document's file in its first comment line, with "previous release" before
+// the documents of the release an update starts from.
 func TestRuleExamplesFail(t *testing.T) {
-	fileHeader := regexp.MustCompile(`^# ([0-9A-Za-z_.-]+\.ya?ml)\b`)
+	fileHeader := regexp.MustCompile(`^# (previous release[^:]*: |this release[^:]*: )?([0-9A-Za-z_.-]+\.ya?ml)\b`)
 	for _, r := range AllRules {
 		d := ruleDocs[r.ID]
-		if d.Section == SectionUpdate || r.ID == RuleReleaseMetadata {
-			continue // these need a previous release or are no manifest
+		if r.ID == RuleReleaseMetadata {
+			continue // its example is a metadata file, not a manifest
 		}
 		t.Run(string(r.ID), func(t *testing.T) {
-			dir := t.TempDir()
-			files := map[string]string{
-				ReleaseMetadataFile: `{"kind":"cincinnati-metadata-v0","version":"4.20.0","metadata":{}}`,
-				ImageReferencesFile: `{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":"4.20.0"},"spec":{"tags":[]}}`,
-			}
-			name := ""
+			releases := map[bool]map[string]string{false: {}, true: {}} // by "is the previous release"
+			name, previous := "", false
 			for _, doc := range strings.Split(strings.TrimSpace(d.Example), "\n---\n") {
 				if m := fileHeader.FindStringSubmatch(doc); m != nil {
-					name = m[1]
+					name, previous = m[2], strings.HasPrefix(m[1], "previous")
 				} else if name == "" {
 					t.Fatalf("the example does not name its file in a first comment line: %q", doc)
 				} else {
 					doc = "---\n" + doc
 				}
-				files[name] += doc + "\n"
+				releases[previous][name] += doc + "\n"
 			}
-			for n, text := range files {
-				if err := os.WriteFile(filepath.Join(dir, n), []byte(text), 0o644); err != nil {
+			load := func(files map[string]string, version string) (*Release, []Finding) {
+				dir := t.TempDir()
+				files[ReleaseMetadataFile] = `{"kind":"cincinnati-metadata-v0","version":"` + version + `","metadata":{}}`
+				files[ImageReferencesFile] = `{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":"` + version + `"},"spec":{"tags":[]}}`
+				for n, text := range files {
+					if err := os.WriteFile(filepath.Join(dir, n), []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				all, findings, err := LoadAll(dir)
+				if err != nil {
 					t.Fatal(err)
 				}
+				return all.Filter(DefaultLoadOptions()), findings
 			}
-			all, findings, err := LoadAll(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			opts := DefaultLoadOptions()
-			findings = append(findings, Lint(all.Filter(opts), LintOptions{})...)
-			for _, f := range findings {
-				if f.Rule == r.ID {
-					return
+			opts := LintOptions{}
+			if d.Section == SectionUpdate {
+				if len(releases[true]) == 0 {
+					t.Fatal("an update rule's example needs documents of the previous release")
 				}
+				opts.Previous, _ = load(releases[true], "4.19.7")
+			} else if len(releases[true]) > 0 {
+				t.Fatal("only an update rule's example has a previous release")
 			}
-			t.Errorf("the example of %s is not reported by it; findings:\n%v", r.ID, findings)
+			next, findings := load(releases[false], "4.20.0")
+			found := false
+			for _, f := range append(findings, Lint(next, opts)...) {
+				found = found || f.Rule == r.ID
+			}
+			if !found {
+				t.Errorf("the example of %s is not reported by it", r.ID)
+			}
 		})
-	}
-}
-
-func TestCloseRules(t *testing.T) {
-	tests := map[string][]Rule{
-		"delet-value": {RuleDeleteValue},
-		"ORPHAN":      {RuleOrphan},
-		"zzzzzz":      nil,
-	}
-	for in, want := range tests {
-		got := CloseRules(in)
-		if len(want) == 0 && len(got) != 0 || len(want) > 0 && (len(got) == 0 || got[0] != want[0]) {
-			t.Errorf("CloseRules(%q) = %v, want %v first", in, got, want)
-		}
-	}
-	if got := CloseRules("crd"); len(got) != 4 {
-		t.Errorf("CloseRules(crd) = %v, want the four crd- rules", got)
 	}
 }
