@@ -167,8 +167,14 @@ func fixFile(all *Release, rel string, ms []*Manifest) ([]Change, error) {
 
 // fixDocument plans the fixes of one manifest whose text starts at byte
 // off of its file.
-func fixDocument(all *Release, m *Manifest, off int) ([]splice, []Change, docFix) {
-	var fix docFix
+func fixDocument(all *Release, m *Manifest, off int) (edits []splice, changes []Change, fix docFix) {
+	defer func() {
+		// Bad input never crashes lint: a document the node parser
+		// chokes on is left as it is.
+		if recover() != nil {
+			edits, changes, fix = nil, nil, docFix{}
+		}
+	}()
 	raw := rawAnnotations(m)
 	if len(raw) == 0 {
 		return nil, nil, fix
@@ -185,8 +191,6 @@ func fixDocument(all *Release, m *Manifest, off int) ([]splice, []Change, docFix
 	for i := 0; i+1 < len(ann.Content); i += 2 {
 		present[ann.Content[i].Value] = true
 	}
-	var edits []splice
-	var changes []Change
 	change := func(n *yamlv3.Node, rule Rule, format string, args ...any) {
 		changes = append(changes, Change{File: pathOf(all, m), Line: m.srcLine + n.Line - 1, Rule: rule, Message: fmt.Sprintf(format, args...)})
 	}
