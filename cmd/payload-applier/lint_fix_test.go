@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,33 +9,10 @@ import (
 	"testing"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
 const fixTestdata = "../../pkg/payload/testdata/fix"
-
-// copyPayload copies the payload directory src into a temporary directory.
-func copyPayload(t *testing.T, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // orphanIDs returns the objects lint reports as orphans of next.
 func orphanIDs(t *testing.T, previous, next string) []string {
@@ -93,7 +69,7 @@ func planActions(t *testing.T, dir string) map[string][]string {
 // include key had hidden is applied again, not deleted.
 func TestLintFixPair(t *testing.T) {
 	previous := filepath.Join(fixTestdata, "previous")
-	next := copyPayload(t, filepath.Join(fixTestdata, "next"))
+	next := payloadtest.CopyTree(t, filepath.Join(fixTestdata, "next"))
 	orphans := orphanIDs(t, previous, next)
 	want := []string{
 		"ClusterRole.rbac.authorization.k8s.io/example-reader",
@@ -149,7 +125,7 @@ func TestLintFixPair(t *testing.T) {
 // that stdout stays one JSON document; what remains is reported and sets
 // the exit code.
 func TestLintFixOutput(t *testing.T) {
-	dir := copyPayload(t, filepath.Join(fixTestdata, "undecided"))
+	dir := payloadtest.CopyTree(t, filepath.Join(fixTestdata, "undecided"))
 	writeTestFile(t, filepath.Join(dir, "0000_70_x_00_cm.yaml"), `apiVersion: v1
 kind: ConfigMap
 metadata:

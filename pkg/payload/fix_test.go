@@ -10,42 +10,13 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
 var updateFixGolden = flag.Bool("update-fix", false, "rewrite testdata/fix/want and testdata/fix/changes.golden")
 
 const fixTestdata = "testdata/fix"
-
-// copyTree copies src into a new temporary directory, modes kept, and
-// returns it.
-func copyTree(t testing.TB, src string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			// Writable, or the fix could not create its files.
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, data, info.Mode().Perm())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // readTree returns every file under dir by relative path, with its mode.
 func readTree(t testing.TB, dir string) map[string]string {
@@ -125,7 +96,7 @@ func TestFixGolden(t *testing.T) {
 	if n := len(byRule(lintDirs(t, filepath.Join(fixTestdata, "next"), previous), RuleOrphan)); n != 5 {
 		t.Fatalf("the fixture has %d orphans, want 5", n)
 	}
-	dir := copyTree(t, filepath.Join(fixTestdata, "next"))
+	dir := payloadtest.CopyTree(t, filepath.Join(fixTestdata, "next"))
 	changes := runFix(t, dir, previous)
 	got := formatChanges(changes, dir)
 
@@ -133,7 +104,7 @@ func TestFixGolden(t *testing.T) {
 	goldenChanges := filepath.Join(fixTestdata, "changes.golden")
 	if *updateFixGolden {
 		os.RemoveAll(wantDir)
-		if err := os.Rename(copyTree(t, dir), wantDir); err != nil {
+		if err := os.Rename(payloadtest.CopyTree(t, dir), wantDir); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(goldenChanges, []byte(got), 0o644); err != nil {
@@ -163,7 +134,7 @@ func TestFixGolden(t *testing.T) {
 // known keys has no sure fix, and a rename to a key the mapping already
 // has would set it twice: nothing is written, lint still reports.
 func TestFixLeavesDoubtAlone(t *testing.T) {
-	dir := copyTree(t, filepath.Join(fixTestdata, "undecided"))
+	dir := payloadtest.CopyTree(t, filepath.Join(fixTestdata, "undecided"))
 	before := readTree(t, dir)
 	if changes := runFix(t, dir, ""); len(changes) > 0 {
 		t.Errorf("changes:\n%s", formatChanges(changes, dir))
@@ -179,7 +150,7 @@ func TestFixLeavesDoubtAlone(t *testing.T) {
 // leaves its tree byte-identical, modes included.
 func TestFixOCPRealUnchanged(t *testing.T) {
 	skipWithoutRealPayload(t, ocpRealDir)
-	dir := copyTree(t, ocpRealDir)
+	dir := payloadtest.CopyTree(t, ocpRealDir)
 	before := readTree(t, dir)
 	if changes := runFix(t, dir, ocpRealDir); len(changes) > 0 {
 		t.Errorf("changes on a real payload:\n%s", formatChanges(changes, dir))
@@ -469,5 +440,31 @@ func TestFixKeepsSymlinks(t *testing.T) {
 	}
 	if fi, err := os.Lstat(filepath.Join(dir, "0000_50_a_00_cm.yaml")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
 		t.Errorf("the symlink was replaced: %v", err)
+	}
+}
+
+// TestFixKeepsMode: a fixed file keeps its mode, read-only included, and
+// no temporary file is left behind.
+func TestFixKeepsMode(t *testing.T) {
+	dir := writePayload(t, "4.20.0", map[string]string{
+		"0000_50_a_00_cm.yaml": annotated("v1", "ConfigMap", "ns", "x", `release.openshift.io/delete: "True"`),
+	})
+	name := filepath.Join(dir, "0000_50_a_00_cm.yaml")
+	if err := os.Chmod(name, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if changes := runFix(t, dir, ""); len(changes) != 1 {
+		t.Fatalf("want one change, got:\n%s", formatChanges(changes, dir))
+	}
+	info, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Mode().Perm() != 0o444 {
+		t.Errorf("mode %v, want -r--r--r--", info.Mode().Perm())
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 3 {
+		t.Errorf("want the manifest and the two metadata files, got %v", entries)
 	}
 }
