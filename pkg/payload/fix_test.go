@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -466,5 +467,77 @@ func TestFixKeepsMode(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 3 {
 		t.Errorf("want the manifest and the two metadata files, got %v", entries)
+	}
+}
+
+// TestFixInjectedIntoOCPReal writes a near-miss delete, or a misspelled
+// delete key, into the first annotated document of each file of the real
+// payload (random per file): the fix must turn each file into exactly the
+// text a person would have written, byte for byte, whatever the file's
+// formatting, and touch no other file.
+func TestFixInjectedIntoOCPReal(t *testing.T) {
+	skipWithoutRealPayload(t, ocpRealDir)
+	dir := payloadtest.CopyTree(t, ocpRealDir)
+	include := regexp.MustCompile(`(?m)^( +)(include\.release\.openshift\.io/self-managed-high-availability: "true")( *#.*)?$`)
+	injected := []string{`True`, `yes`, `"YES"`, `'True'`, `on`, `" true "`}
+	r := rand.New(rand.NewSource(2027))
+	want := map[string]string{}
+	files, err := filepath.Glob(filepath.Join(dir, ReleaseManifestDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
+		loc := include.FindStringSubmatchIndex(text)
+		if loc == nil || strings.Contains(text, DeleteAnnotation) {
+			continue
+		}
+		indent := text[loc[2]:loc[3]]
+		key, value := DeleteAnnotation, injected[r.Intn(len(injected))]
+		fixed := indent + DeleteAnnotation + `: "true"`
+		if r.Intn(3) == 0 {
+			key, value = "release.openshift.io/delet", `"true"`
+		}
+		at := loc[1]
+		broken := text[:at] + "\n" + indent + key + ": " + value + text[at:]
+		want[name] = text[:at] + "\n" + fixed + text[at:]
+		if err := os.Chmod(name, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(name, []byte(broken), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(want) < 100 {
+		t.Fatalf("only %d files took an injected annotation", len(want))
+	}
+	t.Logf("%d of %d files took an injected annotation", len(want), len(files))
+	before := readTree(t, dir)
+	changes := runFix(t, dir, "")
+	fixedFiles := map[string]bool{}
+	for _, c := range changes {
+		fixedFiles[c.File] = true
+	}
+	if len(fixedFiles) != len(want) {
+		t.Errorf("%d files fixed, want %d", len(fixedFiles), len(want))
+	}
+	for name, w := range want {
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != w {
+			t.Errorf("%s is not what a person would write:\n%s", name, got)
+		}
+	}
+	after := readTree(t, dir)
+	for rel, b := range before {
+		if _, injectedHere := want[filepath.Join(dir, rel)]; !injectedHere && after[rel] != b {
+			t.Errorf("%s changed but had nothing to fix", rel)
+		}
 	}
 }
