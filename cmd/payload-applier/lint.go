@@ -19,6 +19,7 @@ type lintOptions struct {
 	output    string
 	strict    bool
 	listRules bool
+	fix       bool
 	// pathPrefix and explain: lint_sarif.go and lint_explain.go.
 	pathPrefix string
 	explain    string
@@ -53,19 +54,22 @@ Every finding is reported, not just the first. Exit status:
   0  no errors (warnings allowed, unless --strict)
   1  errors, or warnings with --strict
   2  usage errors, and payloads that cannot be read (a missing directory,
-     no release-metadata or image-references)`
+     no release-metadata or image-references)
+
+` + lintFixHelp
 
 const lintExample = `  payload-applier lint release/
   payload-applier lint --previous quay.io/example/release:4.19.7 quay.io/example/release@sha256:<hex>
   payload-applier lint --previous 4.19.7/ --output github release/
   payload-applier lint --profile single-node-developer --strict --output json release/release-manifests
+  payload-applier lint --fix --previous 4.19.7/ release/
   payload-applier lint --output sarif --path-prefix payload/ payload/ > lint.sarif
   payload-applier lint --explain delete-value`
 
 func newLintCommand() *cobra.Command {
 	o := lintOptions{}
 	cmd := &cobra.Command{
-		Use:     "lint [--previous DIR|IMAGE] [--profile P] [--output text|json|github|sarif] [--strict] DIR|IMAGE",
+		Use:     "lint [--previous DIR|IMAGE] [--profile P] [--output text|json|github|sarif] [--strict] [--fix] DIR|IMAGE",
 		Short:   "Check a release payload for mistakes before it ships",
 		Long:    lintLong,
 		Example: lintExample,
@@ -93,6 +97,7 @@ func newLintCommand() *cobra.Command {
 	flags.BoolVar(&o.strict, "strict", false, "fail on warnings too")
 	flags.BoolVar(&o.listRules, "list-rules", false, "list every rule: id, severity and what it catches, one line each")
 	flags.StringVar(&o.explain, "explain", "", "print a rule's documentation (what it catches, why, an example that fails, the fix) and exit")
+	flags.BoolVar(&o.fix, "fix", false, "write the fixes lint is sure of into DIR, say each, then lint the result")
 	o.registry.addPull(cmd)
 	return cmd
 }
@@ -126,6 +131,11 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 			return withExitCode(exitUsage, fmt.Errorf("cannot load the previous release %s: %w", o.previous, err))
 		}
 		lintOpts.Previous = prev.Filter(opts)
+	}
+	if o.fix {
+		if all, findings, err = lintFix(fixOutput(o.output, stdout, stderr), source, dir, all, lintOpts.Previous, opts); err != nil {
+			return err
+		}
 	}
 	findings = append(findings, payload.Lint(all.Filter(opts), lintOpts)...)
 	payload.SortFindings(findings)

@@ -89,11 +89,7 @@ func describeValue(v any) string {
 // such as release.openshift.io/delet cannot pass silently.
 func checkAnnotationKeys(r *Release, m *Manifest) []Finding {
 	var findings []Finding
-	removedIn := ""
-	if m.IsCRD() {
-		// A CRD of a release.openshift.io group may schedule removals too.
-		removedIn = crdcompat.RemovedInAnnotation(crdInfoOf(m).Group)
-	}
+	removedIn := removedInKey(m)
 	for _, key := range sortedKeys(rawAnnotations(m)) {
 		if key == removedIn {
 			continue
@@ -122,6 +118,76 @@ func checkAnnotationKeys(r *Release, m *Manifest) []Finding {
 		}
 	}
 	return findings
+}
+
+// removedInKey is the <group>/removed-in annotation key a CRD of a
+// release.openshift.io group may carry to schedule removals, or "".
+func removedInKey(m *Manifest) string {
+	if !m.IsCRD() {
+		return ""
+	}
+	return crdcompat.RemovedInAnnotation(crdInfoOf(m).Group)
+}
+
+// keyFix returns the known key that key, an annotation key of m that
+// checkAnnotationKeys rejects, surely means: the one it spells with other
+// case, or the one close known key. lint --fix renames these only.
+func keyFix(m *Manifest, key string) (string, bool) {
+	if key == removedInKey(m) {
+		return "", false
+	}
+	if known, ok := caseVariant(key); ok {
+		return known, knownAnnotationKey(known)
+	}
+	var close []string
+	switch {
+	case strings.HasPrefix(key, releasePrefix):
+		if contains(knownReleaseAnnotations, key) {
+			return "", false
+		}
+		close = closeCandidates(key, knownReleaseAnnotations)
+	case strings.HasPrefix(key, IncludePrefix):
+		profile := strings.TrimPrefix(key, IncludePrefix)
+		if contains(KnownProfiles, profile) {
+			return "", false
+		}
+		for _, p := range closeCandidates(profile, KnownProfiles) {
+			close = append(close, IncludePrefix+p)
+		}
+	}
+	if len(close) != 1 {
+		return "", false
+	}
+	return close[0], true
+}
+
+// knownAnnotationKey reports whether checkAnnotationKeys accepts key.
+func knownAnnotationKey(key string) bool {
+	if strings.HasPrefix(key, IncludePrefix) {
+		return contains(KnownProfiles, strings.TrimPrefix(key, IncludePrefix))
+	}
+	return contains(knownReleaseAnnotations, key)
+}
+
+// deleteNearMiss reports whether v, a release.openshift.io/delete value,
+// plainly means "true" without being it: the YAML boolean true (true,
+// yes, on unquoted), or a string that reads true, yes, y or on in any case
+// or with spaces around it. lint --fix writes "true" for these only; any
+// other value may mean "keep", so a person decides.
+func deleteNearMiss(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return v
+	case string:
+		if v == "true" {
+			return false
+		}
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "true", "yes", "y", "on":
+			return true
+		}
+	}
+	return false
 }
 
 // caseVariant returns the key the applier reads that key spells with
@@ -263,16 +329,30 @@ func checkFileNames(r *Release, manifests []*Manifest) []Finding {
 // suggest returns ` (did you mean "x"?)` for the closest candidate within
 // a small edit distance, or "".
 func suggest(s string, candidates []string) string {
-	best, bestDistance := "", 4
-	for _, c := range candidates {
-		if d := editDistance(s, c); d < bestDistance {
-			best, bestDistance = c, d
-		}
-	}
-	if best == "" {
+	close := closeCandidates(s, candidates)
+	if len(close) == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
+	return fmt.Sprintf(" (did you mean %q?)", close[0])
+}
+
+// maxSuggestDistance bounds the edit distance of a suggestion.
+const maxSuggestDistance = 3
+
+// closeCandidates returns the candidates within maxSuggestDistance edits
+// of s, closest first (ties in the candidates' order): the one notion of
+// "close" that suggestions and lint --fix share.
+func closeCandidates(s string, candidates []string) []string {
+	var close []string
+	distance := map[string]int{}
+	for _, c := range candidates {
+		if d := editDistance(s, c); d <= maxSuggestDistance {
+			close = append(close, c)
+			distance[c] = d
+		}
+	}
+	sort.SliceStable(close, func(i, j int) bool { return distance[close[i]] < distance[close[j]] })
+	return close
 }
 
 // editDistance is the Levenshtein distance between a and b.

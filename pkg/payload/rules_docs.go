@@ -151,7 +151,7 @@ metadata:
     include.release.openshift.io/self-managed-high-availability: "true"
     release.openshift.io/delete: "True"
 `,
-		Fix: "Write `release.openshift.io/delete: \"true\"`, or remove the annotation.",
+		Fix: "Write `release.openshift.io/delete: \"true\"`, or remove the annotation. `lint --fix` writes `\"true\"` for a near miss such as `\"True\"` or an unquoted `true`.",
 	},
 	"invalid-name": {
 		Section: SectionManifest,
@@ -200,7 +200,7 @@ metadata:
     include.release.openshift.io/self-managed-high-availability: "true"
     release.openshift.io/delet: "true"
 `,
-		Fix: "Use a known key (see the table above).",
+		Fix: "Use a known key (see the table above). `lint --fix` renames a key that has exactly one close known key.",
 	},
 	"annotation-value": {
 		Section: SectionManifest,
@@ -556,7 +556,7 @@ apiVersion: v1
 kind: ConfigMap
 metadata: {name: other, namespace: openshift-example, annotations: {include.release.openshift.io/self-managed-high-availability: "true"}}
 `,
-		Fix: "Add a delete manifest, or keep the manifest.",
+		Fix: "Add a delete manifest, or keep the manifest. `lint --fix --previous OLD` writes the delete manifests.",
 	},
 	"served-version-dropped": {
 		Section: SectionUpdate,

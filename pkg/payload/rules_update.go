@@ -55,20 +55,8 @@ func checkMinorLeftovers(prev, next *releaseIndex) []Finding {
 // kind whose CRD it deletes, go with them and are not reported.
 func checkOrphans(prev, next *releaseIndex) []Finding {
 	var findings []Finding
-	for _, p := range prev.r.Manifests {
-		if p.Delete() {
-			continue
-		}
+	for _, p := range orphans(prev, next) {
 		id := p.ID()
-		if len(next.byID[id]) > 0 {
-			continue
-		}
-		if _, gone := next.deletedNamespaces[id.Namespace]; gone && id.Namespace != "" {
-			continue
-		}
-		if _, gone := next.deletedCRDServing(p.GVK.GroupKind()); gone {
-			continue
-		}
 		findings = append(findings, at(prev.r, p, RuleOrphan, SeverityWarning,
 			"%s is created by the previous release %s but no manifest of %s creates or deletes it, so it stays in the cluster unmanaged; add a manifest with %s: \"true\" to remove it, or keep its manifest",
 			id, prev.r.Version, next.r.Version, DeleteAnnotation))
@@ -113,4 +101,27 @@ var crdRules = map[crdcompat.Rule]Rule{
 	crdcompat.ImmutableFieldChanged: RuleCRDImmutableField,
 	crdcompat.StoredVersionRemoved:  RuleStorageVersionDropped,
 	crdcompat.ServedVersionRemoved:  RuleServedVersionDropped,
+}
+
+// orphans returns the manifests of prev whose objects next neither creates
+// nor deletes, itself or with their namespace or CRD, in prev's order.
+func orphans(prev, next *releaseIndex) []*Manifest {
+	var out []*Manifest
+	for _, p := range prev.r.Manifests {
+		if p.Delete() {
+			continue
+		}
+		id := p.ID()
+		if len(next.byID[id]) > 0 {
+			continue
+		}
+		if _, gone := next.deletedNamespaces[id.Namespace]; gone && id.Namespace != "" {
+			continue
+		}
+		if _, gone := next.deletedCRDServing(p.GVK.GroupKind()); gone {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
 }
