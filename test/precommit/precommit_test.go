@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-// The hook is built from this checkout's HEAD, so it needs a go toolchain
-// and the module cache of this machine (pre-commit points GOPATH into its
-// own cache and deletes the modules it downloaded there).
+// The hook is built from a snapshot of this checkout's working tree, so it
+// needs a go toolchain and the module cache of this machine (pre-commit
+// points GOPATH into its own cache and deletes the modules it downloaded
+// there).
 func TestPreCommitHookRefusesABadDelete(t *testing.T) {
 	for _, tool := range []string{"pre-commit", "git", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -29,14 +30,6 @@ func TestPreCommitHookRefusesABadDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rev := strings.TrimSpace(run(t, ctx, checkout, nil, "git", "rev-parse", "HEAD"))
-	if _, err := exec.Command("git", "-C", checkout, "cat-file", "-e", rev+":.pre-commit-hooks.yaml").CombinedOutput(); err != nil {
-		t.Fatalf("HEAD (%s) has no .pre-commit-hooks.yaml: the hook is installed from a commit, so commit it first", rev)
-	}
-	if dirty := run(t, ctx, checkout, nil, "git", "status", "--porcelain", "--untracked-files=no"); dirty != "" {
-		t.Logf("the hook is built from HEAD %s; uncommitted changes are not part of it:\n%s", rev, dirty)
-	}
-
 	tmp := t.TempDir()
 	repo := filepath.Join(tmp, "repo")
 	env := []string{
@@ -49,11 +42,12 @@ func TestPreCommitHookRefusesABadDelete(t *testing.T) {
 		"GOMODCACHE=" + goEnv(t, "GOMODCACHE"),
 		"GOCACHE=" + goEnv(t, "GOCACHE"),
 	}
+	hookRepo, rev := snapshot(t, ctx, checkout, filepath.Join(tmp, "hook"), env)
 	if err := os.MkdirAll(filepath.Join(repo, "payload"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	run(t, ctx, repo, env, "git", "init", "-q", "-b", "main")
-	write(t, repo, ".pre-commit-config.yaml", "repos:\n- repo: "+checkout+"\n  rev: "+rev+"\n  hooks:\n  - id: payload-applier-lint\n    args: [payload]\n")
+	write(t, repo, ".pre-commit-config.yaml", "repos:\n- repo: "+hookRepo+"\n  rev: "+rev+"\n  hooks:\n  - id: payload-applier-lint\n    args: [payload]\n")
 	write(t, repo, "payload/release-metadata", `{"kind":"cincinnati-metadata-v0","version":"4.20.0","metadata":{}}`+"\n")
 	write(t, repo, "payload/image-references", `{"kind":"ImageStream","apiVersion":"image.openshift.io/v1","metadata":{"name":"4.20.0"},"spec":{"tags":[]}}`+"\n")
 	const deleteManifest = `apiVersion: v1
@@ -95,6 +89,61 @@ metadata:
 	if n := strings.TrimSpace(run(t, ctx, repo, env, "git", "rev-list", "--count", "HEAD")); n != "1" {
 		t.Errorf("%s commits, want the fixed one", n)
 	}
+}
+
+// snapshot commits the checkout's files as they are on disk (tracked and
+// untracked, not ignored) into a new git repository at dir, so that the
+// hook pre-commit installs is the code under test, committed or not, and a
+// checkout that is no git repository (a CI tarball) works too.
+func snapshot(t *testing.T, ctx context.Context, checkout, dir string, env []string) (repo, rev string) {
+	t.Helper()
+	var files []string
+	if out, err := command(ctx, checkout, nil, "git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"); err == nil {
+		for _, f := range strings.Split(out, "\x00") {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+	} else if err := filepath.WalkDir(checkout, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(checkout, path)
+		if d.IsDir() && (d.Name() == ".git" || rel == "bin") {
+			return filepath.SkipDir
+		}
+		if d.Type().IsRegular() {
+			files = append(files, rel)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		src := filepath.Join(checkout, f)
+		st, err := os.Lstat(src)
+		if err != nil || !st.Mode().IsRegular() {
+			continue // deleted in the working tree, or a symlink
+		}
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, st.Mode().Perm()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".pre-commit-hooks.yaml")); err != nil {
+		t.Fatalf("the checkout has no .pre-commit-hooks.yaml: %v", err)
+	}
+	run(t, ctx, dir, env, "git", "init", "-q", "-b", "main")
+	run(t, ctx, dir, env, "git", "add", "-A")
+	run(t, ctx, dir, env, "git", "commit", "-q", "-m", "snapshot of the checkout under test")
+	return dir, strings.TrimSpace(run(t, ctx, dir, env, "git", "rev-parse", "HEAD"))
 }
 
 func goEnv(t *testing.T, name string) string {
