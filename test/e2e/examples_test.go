@@ -115,7 +115,7 @@ func TestExamplesTellTheDocumentedStory(t *testing.T) {
 		}
 	}
 
-	walk := graph.BuildDeletes(apply.Tasks(v101))
+	walk := graph.BuildDeletes(apply.Tasks(v101), graph.BuildOptions{})
 	if len(walk.Nodes) != 1 {
 		t.Fatalf("the delete walk of 1.0.1 has %d nodes, want one chain for the gadget component", len(walk.Nodes))
 	}
