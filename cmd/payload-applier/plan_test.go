@@ -40,6 +40,7 @@ func TestPlanGolden(t *testing.T) {
 		"install.txt":    {"--payload", planPayload, "--mode", "install"},
 		"reconcile.json": {"--payload", planPayload, "--mode", "reconcile", "-o", "json"},
 		"hypershift.txt": {"--payload", planPayload, "--profile", "hypershift"},
+		"strict.txt":     {"--payload", planPayload, "--strict-order"},
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -258,10 +259,17 @@ func TestPlanRealPayloadOffline(t *testing.T) {
 						t.Errorf("node %d runs after %v, which is no other node", i, a)
 					}
 				}
+				lastWave := 0.0
 				for j, rawTask := range tasks {
 					task := rawTask.(map[string]any)
 					requireKeys(t, fmt.Sprintf("node %d task %d", i, j), task,
-						"file", "line", "group", "version", "kind", "namespace", "name", "action", "reason")
+						"file", "line", "group", "version", "kind", "namespace", "name", "action", "reason", "wave")
+					// Waves count from 1 and never go back; skipped tasks never run.
+					wave, _ := task["wave"].(float64)
+					if (task["action"] != "skip" || wave != 0) && (wave < lastWave || wave < 1) {
+						t.Errorf("node %d task %d in wave %v after wave %v", i, j, task["wave"], lastWave)
+					}
+					lastWave = wave
 					seen[fmt.Sprintf("%s:%v", task["file"], task["line"])]++
 					actions[task["action"].(string)]++
 				}
