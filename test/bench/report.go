@@ -60,6 +60,21 @@ func (r *results) goals() []goal {
 		g.known, g.met, g.got = true, v >= 2, fmt.Sprintf("kapp takes %.2f× as long", v)
 	}
 	out = append(out, g)
+	g = goal{name: "one component: ConfigMaps vs raw", want: "≤ 1.3× raw"}
+	if v, ok := ratio(mOneCM, pa, toolRaw); ok {
+		g.known, g.met, g.got = true, v <= 1.3, fmt.Sprintf("%.2f× raw", v)
+	}
+	out = append(out, g)
+	g = goal{name: "one component: ConfigMaps vs kapp", want: "kapp takes ≥ 2× as long"}
+	if v, ok := ratio(mOneCM, toolKapp, pa); ok {
+		g.known, g.met, g.got = true, v >= 2, fmt.Sprintf("kapp takes %.2f× as long", v)
+	}
+	out = append(out, g)
+	g = goal{name: "one component: mixed kinds vs raw", want: "≤ 1.3× raw"}
+	if v, ok := ratio(mOneMixed, pa, toolRaw); ok {
+		g.known, g.met, g.got = true, v <= 1.3, fmt.Sprintf("%.2f× raw", v)
+	}
+	out = append(out, g)
 	g = goal{name: "no-op resync vs kapp", want: "≤ 0.5× kapp"}
 	if v, ok := ratio(mResync, pa, toolKapp); ok {
 		g.known, g.met, g.got = true, v <= 0.5, fmt.Sprintf("%.2f× kapp", v)
