@@ -127,8 +127,8 @@ is relative to the payload directory. A node's id is its position in "nodes":
     action "skip" and an empty "after": it never runs.
 Together the nodes hold every manifest of the payload exactly once.
 A node's tasks run in waves, numbered from 1 by "wave": the tasks of one wave
-run at once, and a wave starts when the one before it is done (text shows
-"wave N: K at once" when a node has a wave of several). Consecutive passive
+run at once, and a wave starts when the one before it is done (text heads
+each wave of several tasks "wave N, K at once:" and indents its tasks). Consecutive passive
 manifests of one component share a wave (ConfigMap, Secret, ServiceAccount,
 Service, RBAC, PodDisruptionBudget, NetworkPolicy, and custom resources the
 cluster already serves whose CRD is not in the payload; offline, no custom
@@ -580,10 +580,16 @@ func writeTextNode(b *strings.Builder, n planNode, after bool) {
 	}
 	b.WriteString("\n")
 	for i, t := range n.Tasks {
-		if waves != nil && (i == 0 || n.Tasks[i-1].Wave != t.Wave) {
-			fmt.Fprintf(b, "   wave %d: %s\n", t.Wave, waveNote(waves[t.Wave-1]))
+		// A shared wave gets a heading and its tasks an indent; a task
+		// alone in its wave stays as in a serial node.
+		indent := ""
+		if waves != nil && waves[t.Wave-1] > 1 {
+			indent = "  "
+			if i == 0 || n.Tasks[i-1].Wave != t.Wave {
+				fmt.Fprintf(b, "    wave %d, %d at once:\n", t.Wave, waves[t.Wave-1])
+			}
 		}
-		fmt.Fprintf(b, "    %-15s  %s (%s:%d)", t.Action, t.subject, t.File, t.Line)
+		fmt.Fprintf(b, "    %s%-15s  %s (%s:%d)", indent, t.Action, t.subject, t.File, t.Line)
 		if t.Reason != "" {
 			b.WriteString(": " + t.Reason)
 		}
@@ -610,14 +616,6 @@ func (n planNode) waveSizes() []int {
 		return nil
 	}
 	return sizes
-}
-
-// waveNote says how a wave of size tasks runs.
-func waveNote(size int) string {
-	if size == 1 {
-		return "alone"
-	}
-	return fmt.Sprintf("%d at once", size)
 }
 
 func (d planDoc) tasks() []planTask {

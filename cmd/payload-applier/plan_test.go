@@ -309,3 +309,31 @@ func requireKeys(t *testing.T, what string, obj map[string]any, keys ...string) 
 		t.Errorf("%s has keys %v, want exactly %v", what, got, keys)
 	}
 }
+
+// TestPlanTextShowsWaves: a wave of several tasks gets a heading and an
+// indent; a task alone in its wave reads as in a serial node.
+func TestPlanTextShowsWaves(t *testing.T) {
+	task := func(name string, wave int) planTask {
+		return planTask{File: name + ".yaml", Line: 1, Action: "apply", Wave: wave, subject: "ConfigMap/ns/" + name}
+	}
+	n := planNode{ID: 3, label: "50-demo", Tasks: []planTask{task("ns", 1), task("a", 2), task("b", 2), task("dep", 3)}}
+	var b strings.Builder
+	writeTextNode(&b, n, false)
+	want := `  node 3: 50-demo (4 apply) in 3 waves
+    apply            ConfigMap/ns/ns (ns.yaml:1)
+    wave 2, 2 at once:
+      apply            ConfigMap/ns/a (a.yaml:1)
+      apply            ConfigMap/ns/b (b.yaml:1)
+    apply            ConfigMap/ns/dep (dep.yaml:1)
+`
+	if got := b.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// One task per wave, as --strict-order plans: no wave is named.
+	n.Tasks = []planTask{task("a", 1), task("b", 2)}
+	b.Reset()
+	writeTextNode(&b, n, false)
+	if strings.Contains(b.String(), "wave") {
+		t.Errorf("a serial node names waves:\n%s", b.String())
+	}
+}
