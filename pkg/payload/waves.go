@@ -67,7 +67,7 @@ func (w *WaveRule) Passive(m *Manifest) bool {
 	}
 	gk := m.GVK.GroupKind()
 	switch {
-	case barrierKinds[gk]:
+	case barrierKinds[gk], isTokenSecret(m):
 		return false
 	case passiveKinds[gk]:
 		return true
@@ -75,6 +75,17 @@ func (w *WaveRule) Passive(m *Manifest) bool {
 		return false
 	}
 	return w.served(m.GVK)
+}
+
+// isTokenSecret reports whether m is a ServiceAccount token Secret: the
+// token controller deletes one whose ServiceAccount it cannot find, so it
+// must follow the ServiceAccount, not race it in a wave.
+func isTokenSecret(m *Manifest) bool {
+	if m.GVK.GroupKind() != (schema.GroupKind{Kind: "Secret"}) || m.Obj == nil {
+		return false
+	}
+	t, _, _ := unstructured.NestedString(m.Obj.Object, "type")
+	return t == "kubernetes.io/service-account-token"
 }
 
 // builtinGroup reports whether group belongs to Kubernetes itself, whose

@@ -73,6 +73,10 @@ func TestWaveRulePassive(t *testing.T) {
 			t.Errorf("%s %s offline: Passive = %t, want %t", tc.apiVersion, tc.kind, got, tc.offline)
 		}
 	}
+	token := waveManifest("v1", "Secret", map[string]interface{}{"type": "kubernetes.io/service-account-token"})
+	if rule.Passive(token) {
+		t.Error("a ServiceAccount token Secret is passive: it would race its ServiceAccount")
+	}
 	var nilRule *WaveRule
 	if nilRule.Passive(waveManifest("v1", "ConfigMap", nil)) || rule.Passive(nil) {
 		t.Error("a nil rule or manifest must be a barrier")
