@@ -35,19 +35,29 @@ type WaveRule struct {
 	// payloadCRDs are the kinds a CRD of this payload defines: the pass may
 	// be creating or changing the type, so their objects are barriers.
 	payloadCRDs map[schema.GroupKind]bool
-	served      func(schema.GroupVersionKind) bool
+	// repeats are the manifests that name an object an earlier manifest
+	// names too: the later one wins only if it runs after, not beside.
+	repeats map[*Manifest]bool
+	served  func(schema.GroupVersionKind) bool
 }
 
 // NewWaveRule returns the rule for rel. served tells whether the cluster
 // already serves a kind in a version, that is whether its CRD is
 // established; nil means nothing is known to be served, as offline.
 func NewWaveRule(rel *Release, served func(schema.GroupVersionKind) bool) *WaveRule {
-	w := &WaveRule{payloadCRDs: map[schema.GroupKind]bool{}, served: served}
+	w := &WaveRule{payloadCRDs: map[schema.GroupKind]bool{}, repeats: map[*Manifest]bool{}, served: served}
 	if rel == nil {
 		return w
 	}
+	seen := make(map[ObjectID]bool, len(rel.Manifests))
 	for _, m := range rel.Manifests {
-		if !m.IsCRD() || m.Obj == nil {
+		if m.Obj == nil {
+			continue
+		}
+		id := m.ID()
+		w.repeats[m] = seen[id]
+		seen[id] = true
+		if !m.IsCRD() {
 			continue
 		}
 		group, _, _ := unstructured.NestedString(m.Obj.Object, "spec", "group")
@@ -67,7 +77,7 @@ func (w *WaveRule) Passive(m *Manifest) bool {
 	}
 	gk := m.GVK.GroupKind()
 	switch {
-	case barrierKinds[gk], isTokenSecret(m):
+	case barrierKinds[gk], isTokenSecret(m), w.repeats[m]:
 		return false
 	case passiveKinds[gk]:
 		return true

@@ -77,6 +77,13 @@ func TestWaveRulePassive(t *testing.T) {
 	if rule.Passive(token) {
 		t.Error("a ServiceAccount token Secret is passive: it would race its ServiceAccount")
 	}
+	// The second manifest of one object runs after the first, so that the
+	// later one wins as in the CVO.
+	first, second := waveManifest("v1", "ConfigMap", nil), waveManifest("v1", "ConfigMap", nil)
+	twice := NewWaveRule(&Release{Manifests: []*Manifest{first, second}}, nil)
+	if !twice.Passive(first) || twice.Passive(second) {
+		t.Errorf("an object named twice: passive %v then %v, want true then false", twice.Passive(first), twice.Passive(second))
+	}
 	var nilRule *WaveRule
 	if nilRule.Passive(waveManifest("v1", "ConfigMap", nil)) || rule.Passive(nil) {
 		t.Error("a nil rule or manifest must be a barrier")
