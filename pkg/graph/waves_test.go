@@ -125,8 +125,10 @@ func TestRunWaveConcurrently(t *testing.T) {
 	var order []string
 	release := make(chan struct{})
 	go func() {
-		// Let the first wave fill its three slots before any finishes.
-		for running.Load() < 3 {
+		// Let the first wave fill its three slots before any finishes; a
+		// runner that never does fails the peak check below, not by hanging.
+		deadline := time.Now().Add(10 * time.Second)
+		for running.Load() < 3 && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
 		close(release)
