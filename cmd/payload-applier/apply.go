@@ -24,6 +24,7 @@ type applyOptions struct {
 	cluster     clusterFlags
 	payloadDir  string
 	force       bool
+	strictOrder bool
 	timeout     time.Duration
 	parallelism int
 	output      string
@@ -76,6 +77,7 @@ image is pulled, extracted and loaded.`,
 	cmd.Flags().BoolVar(&o.force, "force", false, "apply even when preconditions fail; the failures are recorded as accepted risks")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long; 0 means no limit")
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
+	addStrictOrder(cmd, &o.strictOrder)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().StringVar(&o.updateGraph, "update-graph", "", "read the update graph from this Cincinnati JSON file instead of spec.upstream")
 	cmd.Flags().DurationVar(&o.graphWait, "update-graph-timeout", time.Minute, "give up reading the update graph (every try and the waits between them) after this long, and go on without it")
@@ -125,7 +127,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	op, err := operator.NewForConfig(cfg, operator.Config{
 		Releases:    operator.LoadedRelease{Release: rel, Image: image},
 		Namespace:   o.cluster.namespace,
-		Sync:        apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter},
+		Sync:        apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
 		UpdateGraph: graphSource(o.updateGraph),
 		// One sync: it reads the graph itself, waiting at most this long.
 		UpdateGraphTimeout: o.graphWait,

@@ -31,6 +31,7 @@ type planOptions struct {
 	payloadDir, kubeconfig, namespace string
 	registry                          registryFlags
 	mode, output, profile             string
+	strictOrder                       bool
 	// load are the filters the payload was loaded with.
 	load payload.LoadOptions
 	caps capabilityFlags
@@ -112,7 +113,7 @@ server-side apply with dryRun=All, which the apiserver does not persist.
     {"id": 0, "after": [<ids of the nodes that must finish first>],
      "tasks": [{"file": "...", "line": 1, "group": "...", "version": "...",
                 "kind": "...", "namespace": "...", "name": "...",
-                "action": "...", "reason": "..."}]}]}
+                "action": "...", "reason": "...", "wave": <n>}]}]}
 Every key is always present (but "conditionalUpdate", absent without risks),
 "after" and "tasks" are never null, and "file"
 is relative to the payload directory. A node's id is its position in "nodes":
@@ -120,11 +121,20 @@ is relative to the payload directory. A node's id is its position in "nodes":
     is a join that links parallel nodes.
   - then one node per chain of the delete walk, whose "after" lists every
     apply node without a successor: deletes start once the apply walk is
-    over. A chain deletes in order, each once the one before it is gone;
-    chains do not wait for each other.
+    over. A chain deletes in order, each wave once the one before it is
+    gone; chains do not wait for each other.
   - last, if the filters skip any manifest, one node holds them all, with
     action "skip" and an empty "after": it never runs.
 Together the nodes hold every manifest of the payload exactly once.
+A node's tasks run in waves, numbered from 1 by "wave": the tasks of one wave
+run at once, and a wave starts when the one before it is done (text heads
+each wave of several tasks "wave N, K at once:" and indents its tasks). Consecutive passive
+manifests of one component share a wave (ConfigMap, Secret, ServiceAccount,
+Service, RBAC, PodDisruptionBudget, NetworkPolicy, and custom resources the
+cluster already serves whose CRD is not in the payload; offline, no custom
+resource); any other manifest is a barrier and has a wave of its own.
+--strict-order gives every task a wave of its own, as the CVO runs them. In
+the delete walk the waves run in reverse, each once the one before it is gone.
 
 Exit codes: 0 the plan was made; 1 the cluster answered but a read failed;
 2 usage errors, an invalid payload, or an unreachable cluster.`
@@ -150,6 +160,7 @@ func newPlanCommand() *cobra.Command {
 	flags.StringVar(&o.namespace, "namespace", apply.DefaultSelf().Namespace, "namespace of the applier's delete ledger")
 	flags.StringVar(&o.mode, "mode", string(graph.ModeUpdate), "pass to plan: install, update or reconcile")
 	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or dot (Graphviz)")
+	addStrictOrder(cmd, &o.strictOrder)
 	flags.StringVar(&o.profile, "profile", payload.DefaultClusterProfile, "cluster profile to filter for: "+strings.Join(payload.KnownProfiles, ", "))
 	o.registry.addPull(cmd)
 	o.caps.add(cmd)
@@ -171,7 +182,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
 	}
-	opts := apply.PlanOptions{Mode: graph.Mode(o.mode), Self: apply.Self{Namespace: o.namespace}}
+	opts := apply.PlanOptions{Mode: graph.Mode(o.mode), Self: apply.Self{Namespace: o.namespace}, StrictOrder: o.strictOrder}
 	cfg, err := o.restConfig()
 	if err != nil {
 		return withExitCode(exitUsage, err)
@@ -411,7 +422,10 @@ type planTask struct {
 	Name      string `json:"name"`
 	Action    string `json:"action"`
 	Reason    string `json:"reason"`
-	subject   string // for text: Kind.group/namespace/name
+	// Wave numbers the task's wave in its node from 1: the tasks of one
+	// wave run at once. 0 for a skipped manifest, which never runs.
+	Wave    int    `json:"wave"`
+	subject string // for text: Kind.group/namespace/name
 }
 
 // Walks, in the order their nodes appear; not part of the JSON contract.
@@ -450,8 +464,12 @@ func newPlanDoc(p *apply.Plan) planDoc {
 
 func graphNode(p *apply.Plan, n *graph.Node, walk string, after []int) planNode {
 	node := planNode{ID: n.ID, After: after, Tasks: []planTask{}, walk: walk, label: nodeLabel(p, n)}
-	for _, t := range n.Tasks {
-		node.Tasks = append(node.Tasks, newPlanTask(p.Actions[t.Index]))
+	for w, wave := range n.Waves() {
+		for _, t := range wave {
+			task := newPlanTask(p.Actions[t.Index])
+			task.Wave = w + 1
+			node.Tasks = append(node.Tasks, task)
+		}
 	}
 	return node
 }
@@ -536,7 +554,7 @@ func (d planDoc) text(live bool) string {
 		}
 	}
 	if deletes := d.walk(walkDelete); len(deletes) > 0 {
-		fmt.Fprintf(&b, "\nDelete walk, once the apply walk is over: %s in parallel, each deleting in order\n", countNoun(len(deletes), "chain"))
+		fmt.Fprintf(&b, "\nDelete walk, once the apply walk is over: %s in parallel, each deleting in order, wave by wave\n", countNoun(len(deletes), "chain"))
 		for _, n := range deletes {
 			writeTextNode(&b, n, false)
 		}
@@ -553,17 +571,51 @@ func writeTextNode(b *strings.Builder, n planNode, after bool) {
 	if len(n.Tasks) > 0 {
 		fmt.Fprintf(b, " (%s)", counts(n.Tasks))
 	}
+	waves := n.waveSizes()
+	if waves != nil {
+		fmt.Fprintf(b, " in %s", countNoun(len(waves), "wave"))
+	}
 	if after && len(n.After) > 0 {
 		fmt.Fprintf(b, ", after %s", strings.ReplaceAll(strings.Trim(fmt.Sprint(n.After), "[]"), " ", ", "))
 	}
 	b.WriteString("\n")
-	for _, t := range n.Tasks {
-		fmt.Fprintf(b, "    %-15s  %s (%s:%d)", t.Action, t.subject, t.File, t.Line)
+	for i, t := range n.Tasks {
+		// A shared wave gets a heading and its tasks an indent; a task
+		// alone in its wave stays as in a serial node.
+		indent := ""
+		if waves != nil && waves[t.Wave-1] > 1 {
+			indent = "  "
+			if i == 0 || n.Tasks[i-1].Wave != t.Wave {
+				fmt.Fprintf(b, "    wave %d, %d at once:\n", t.Wave, waves[t.Wave-1])
+			}
+		}
+		fmt.Fprintf(b, "    %s%-15s  %s (%s:%d)", indent, t.Action, t.subject, t.File, t.Line)
 		if t.Reason != "" {
 			b.WriteString(": " + t.Reason)
 		}
 		b.WriteString("\n")
 	}
+}
+
+// waveSizes counts the tasks of each wave of the node, or nil when every
+// wave holds one task: the node runs one task at a time, as the CVO's.
+func (n planNode) waveSizes() []int {
+	var sizes []int
+	shared := false
+	for _, t := range n.Tasks {
+		if t.Wave < 1 {
+			return nil
+		}
+		for len(sizes) < t.Wave {
+			sizes = append(sizes, 0)
+		}
+		sizes[t.Wave-1]++
+		shared = shared || sizes[t.Wave-1] > 1
+	}
+	if !shared {
+		return nil
+	}
+	return sizes
 }
 
 func (d planDoc) tasks() []planTask {

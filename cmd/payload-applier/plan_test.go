@@ -40,6 +40,7 @@ func TestPlanGolden(t *testing.T) {
 		"install.txt":    {"--payload", planPayload, "--mode", "install"},
 		"reconcile.json": {"--payload", planPayload, "--mode", "reconcile", "-o", "json"},
 		"hypershift.txt": {"--payload", planPayload, "--profile", "hypershift"},
+		"strict.txt":     {"--payload", planPayload, "--strict-order"},
 	}
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -258,10 +259,17 @@ func TestPlanRealPayloadOffline(t *testing.T) {
 						t.Errorf("node %d runs after %v, which is no other node", i, a)
 					}
 				}
+				lastWave := 0.0
 				for j, rawTask := range tasks {
 					task := rawTask.(map[string]any)
 					requireKeys(t, fmt.Sprintf("node %d task %d", i, j), task,
-						"file", "line", "group", "version", "kind", "namespace", "name", "action", "reason")
+						"file", "line", "group", "version", "kind", "namespace", "name", "action", "reason", "wave")
+					// Waves count from 1 and never go back; skipped tasks never run.
+					wave, _ := task["wave"].(float64)
+					if (task["action"] != "skip" || wave != 0) && (wave < lastWave || wave < 1) {
+						t.Errorf("node %d task %d in wave %v after wave %v", i, j, task["wave"], lastWave)
+					}
+					lastWave = wave
 					seen[fmt.Sprintf("%s:%v", task["file"], task["line"])]++
 					actions[task["action"].(string)]++
 				}
@@ -299,5 +307,33 @@ func requireKeys(t *testing.T, what string, obj map[string]any, keys ...string) 
 	slices.Sort(keys)
 	if !slices.Equal(got, keys) {
 		t.Errorf("%s has keys %v, want exactly %v", what, got, keys)
+	}
+}
+
+// TestPlanTextShowsWaves: a wave of several tasks gets a heading and an
+// indent; a task alone in its wave reads as in a serial node.
+func TestPlanTextShowsWaves(t *testing.T) {
+	task := func(name string, wave int) planTask {
+		return planTask{File: name + ".yaml", Line: 1, Action: "apply", Wave: wave, subject: "ConfigMap/ns/" + name}
+	}
+	n := planNode{ID: 3, label: "50-demo", Tasks: []planTask{task("ns", 1), task("a", 2), task("b", 2), task("dep", 3)}}
+	var b strings.Builder
+	writeTextNode(&b, n, false)
+	want := `  node 3: 50-demo (4 apply) in 3 waves
+    apply            ConfigMap/ns/ns (ns.yaml:1)
+    wave 2, 2 at once:
+      apply            ConfigMap/ns/a (a.yaml:1)
+      apply            ConfigMap/ns/b (b.yaml:1)
+    apply            ConfigMap/ns/dep (dep.yaml:1)
+`
+	if got := b.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	// One task per wave, as --strict-order plans: no wave is named.
+	n.Tasks = []planTask{task("a", 1), task("b", 2)}
+	b.Reset()
+	writeTextNode(&b, n, false)
+	if strings.Contains(b.String(), "wave") {
+		t.Errorf("a serial node names waves:\n%s", b.String())
 	}
 }

@@ -28,6 +28,7 @@ type startOptions struct {
 	cluster     clusterFlags
 	registry    registryFlags
 	payloads    string
+	strictOrder bool
 	listen      string
 	leaderElect bool
 	resync      time.Duration
@@ -92,6 +93,7 @@ query at most once an hour and at most one query a second.`,
 	cmd.Flags().StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate for --listen off loopback; default a self-signed one")
 	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
+	addStrictOrder(cmd, &o.strictOrder)
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	o.inclusion.add(cmd)
 	o.prometheus.add(cmd)
@@ -154,7 +156,7 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		UpdateGraphTimeout:       o.graphWait,
 		RiskConditions:           risks,
 		OperandCleanupStallAfter: o.stallAfter,
-		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter},
+		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

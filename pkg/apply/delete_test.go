@@ -183,7 +183,8 @@ func TestAClaimedObjectReCreatedUnderItsNameIsNeverDeleted(t *testing.T) {
 	e, writes := writeRecorder(t, &deletion.MemoryStore{}, liveCM("a", "v"), liveCM("b", "v", "example.com/hold"))
 	dyn := e.dynamic.(*dynamicfake.FakeDynamicClient)
 	holdFinalized(dyn)
-	opts := SyncOptions{Mode: graph.ModeUpdate, DeleteSettle: time.Millisecond}
+	// Strict order, so that a waits behind b.
+	opts := SyncOptions{Mode: graph.ModeUpdate, DeleteSettle: time.Millisecond, StrictOrder: true}
 	if _, err := e.Sync(ctx, rel, opts); err != nil {
 		t.Fatal(err)
 	}

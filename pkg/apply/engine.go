@@ -153,6 +153,9 @@ type SyncOptions struct {
 	// Parallelism bounds concurrent graph nodes; 0 takes the mode's default
 	// (update 16, reconcile 2, install one worker per node, at most 32).
 	Parallelism int
+	// StrictOrder applies each component's manifests one at a time, as the
+	// CVO does, instead of in waves.
+	StrictOrder bool
 	// Backoff retries a failing task. Default: update and reconcile
 	// {10s, ×1.3, 3 steps, cap 15s}; install {500ms, ×1.5, 8 steps}: an
 	// install runs every component at once, so a manifest often waits a
@@ -205,8 +208,14 @@ func (o *SyncOptions) setDefaults() {
 	}
 }
 
-// Tasks turns a release's manifests into graph tasks, index for index.
+// Tasks turns a release's manifests into graph tasks, index for index,
+// judging waves offline: no custom resource is known to be served.
 func Tasks(rel *payload.Release) []*graph.Task {
+	return tasksFor(rel, payload.NewWaveRule(rel, nil))
+}
+
+// tasksFor is Tasks with the wave rule waves.
+func tasksFor(rel *payload.Release, waves *payload.WaveRule) []*graph.Task {
 	tasks := make([]*graph.Task, len(rel.Manifests))
 	for i, m := range rel.Manifests {
 		tasks[i] = &graph.Task{
@@ -217,6 +226,7 @@ func Tasks(rel *payload.Release) []*graph.Task {
 			Name:      m.ID().String(),
 			Job:       m.GVK.GroupKind() == payload.JobKind,
 			Delete:    m.Delete(),
+			Passive:   waves.Passive(m),
 		}
 	}
 	return tasks
@@ -280,8 +290,8 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 
 // run walks the pass: the apply walk, then, with deletes, the delete walk.
 func (p *pass) run(ctx context.Context, deletes bool) graph.PassResult {
-	tasks := Tasks(p.rel)
-	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: p.opts.Mode, Attempt: p.opts.Attempt})
+	tasks := tasksFor(p.rel, p.e.waveRule(p.rel))
+	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: p.opts.Mode, Attempt: p.opts.Attempt, StrictOrder: p.opts.StrictOrder})
 	parallelism := p.opts.Parallelism
 	if parallelism == 0 {
 		parallelism = graph.RecommendedParallelism(p.opts.Mode, applyGraph)
@@ -292,7 +302,7 @@ func (p *pass) run(ctx context.Context, deletes bool) graph.PassResult {
 		ApplyOptions: graph.RunOptions{Parallelism: parallelism},
 	}
 	if deletes {
-		pass.Delete, pass.DeleteFn = graph.BuildDeletes(tasks), p.deleteTask
+		pass.Delete, pass.DeleteFn = graph.BuildDeletes(tasks, graph.BuildOptions{StrictOrder: p.opts.StrictOrder}), p.deleteTask
 		pass.DeleteOptions = graph.RunOptions{Parallelism: deleteParallelism}
 	}
 	p.prefetchSnapshots(ctx)

@@ -63,6 +63,9 @@ type PlanOptions struct {
 	Self Self
 	// Parallelism bounds concurrent reads of Engine.Plan. Default 8.
 	Parallelism int
+	// StrictOrder plans each component one manifest at a time, as Sync
+	// with SyncOptions.StrictOrder.
+	StrictOrder bool
 	// CRDChecks, when set, are CheckCRDs' findings for the same release,
 	// from an acceptance check: a CRD update they judged is noted from
 	// them rather than judged again, which would list its objects again.
@@ -103,14 +106,15 @@ type Plan struct {
 	Skipped []PlannedAction
 }
 
-// newPlan builds the graphs and the skips; the caller fills in Actions.
-func newPlan(rel *payload.Release, opts PlanOptions) *Plan {
-	tasks := Tasks(rel)
+// newPlan builds the graphs, with waves judged by waves, and the skips; the
+// caller fills in Actions.
+func newPlan(rel *payload.Release, opts PlanOptions, waves *payload.WaveRule) *Plan {
+	tasks := tasksFor(rel, waves)
 	p := &Plan{
 		Release: rel.Version,
 		Mode:    opts.Mode,
-		Apply:   graph.Build(tasks, graph.BuildOptions{Mode: opts.Mode}),
-		Deletes: graph.BuildDeletes(tasks),
+		Apply:   graph.Build(tasks, graph.BuildOptions{Mode: opts.Mode, StrictOrder: opts.StrictOrder}),
+		Deletes: graph.BuildDeletes(tasks, graph.BuildOptions{StrictOrder: opts.StrictOrder}),
 		Actions: make([]PlannedAction, len(rel.Manifests)),
 		Skipped: make([]PlannedAction, len(rel.Skipped)),
 	}
@@ -131,7 +135,7 @@ func newPlan(rel *payload.Release, opts PlanOptions) *Plan {
 // them.
 func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 	opts.setDefaults()
-	p := newPlan(rel, opts)
+	p := newPlan(rel, opts, payload.NewWaveRule(rel, nil))
 	// Offline, no RESTMapping tells a kind's scope; lint rejects a
 	// namespace on a known cluster-scoped kind.
 	guard := &pass{e: &Engine{protected: opts.Self.Protected()}, rel: rel, marked: markedFor(rel, (*payload.Manifest).ID)}
@@ -172,7 +176,7 @@ func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOption
 	if err := e.ledger.Load(ctx); err != nil {
 		return nil, err
 	}
-	plan := newPlan(rel, opts)
+	plan := newPlan(rel, opts, e.waveRule(rel))
 	plan.Live = true
 	ps := newPass(e, rel, SyncOptions{Mode: opts.Mode})
 
@@ -348,23 +352,43 @@ func refusalReason(err error) string {
 	return err.Error()
 }
 
-// notePacing tells, in each delete chain, which delete each one waits for:
-// the engine issues a delete only once the nearest one before it in the
-// chain is gone. A refused delete holds nothing back.
+// notePacing tells, in each delete chain, which deletes each one waits for:
+// the engine issues a wave of deletes only once every delete of the
+// nearest wave before it in the chain is gone. A refused delete holds
+// nothing back.
 func (p *Plan) notePacing() {
 	for _, n := range p.Deletes.Nodes {
-		var blocker *PlannedAction
-		for _, t := range n.Tasks {
-			a := &p.Actions[t.Index]
-			if a.Action != PlanDelete {
-				continue
+		var blockers []*PlannedAction
+		for _, wave := range n.Waves() {
+			var issued []*PlannedAction
+			for _, t := range wave {
+				a := &p.Actions[t.Index]
+				if a.Action != PlanDelete {
+					continue
+				}
+				if len(blockers) > 0 {
+					a.Reason = appendReason(a.Reason, "issued once "+pacingSubject(blockers)+" gone")
+				}
+				issued = append(issued, a)
 			}
-			if blocker != nil {
-				a.Reason = appendReason(a.Reason, "issued once "+blocker.Manifest.ID().String()+" is gone")
+			if len(issued) > 0 {
+				blockers = issued
 			}
-			blocker = a
 		}
 	}
+}
+
+// pacingSubject names the deletes a wave waits for: "X is", "X and Y
+// are" or "X and 2 more deletes are".
+func pacingSubject(blockers []*PlannedAction) string {
+	first := blockers[0].Manifest.ID().String()
+	switch len(blockers) {
+	case 1:
+		return first + " is"
+	case 2:
+		return first + " and " + blockers[1].Manifest.ID().String() + " are"
+	}
+	return fmt.Sprintf("%s and %d more deletes are", first, len(blockers)-1)
 }
 
 // noteCleanupGates tells, on the first delete of each chain that an

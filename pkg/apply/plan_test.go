@@ -73,16 +73,36 @@ func TestPlanOffline(t *testing.T) {
 		planDoc{"0000_50_a_05_old3.yaml", cmYAML("old3", "v", deleteAnn)},
 		planDoc{"0000_50_b_01_after.yaml", cmYAML("after", "v", deleteAnn)},
 		planDoc{"0000_50_b_02_ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kube-system\n  annotations:\n    " + deleteAnn + "\n"},
+		planDoc{"0000_50_c_01_x.yaml", cmYAML("x", "v", deleteAnn)},
+		planDoc{"0000_50_c_02_y.yaml", cmYAML("ya", "v", deleteAnn)},
+		planDoc{"0000_50_c_03_dep.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: dep\n  namespace: ns\n  annotations:\n    " + deleteAnn + "\n"},
+		planDoc{"0000_50_c_04_z.yaml", cmYAML("z", "v", deleteAnn)},
+		planDoc{"0000_50_c_05_z2.yaml", cmYAML("z2", "v", deleteAnn)},
 	)
 	skipped := &payload.Manifest{File: "0000_50_a_09_hcp.yaml", Line: 3, Index: -1}
 	rel.Skipped = []payload.Skipped{{Manifest: skipped, Reason: "include.release.openshift.io/self-managed-high-availability unset", Filter: payload.FilterProfile}}
 
 	tests := map[string]struct {
-		mode graph.Mode
-		want map[string]PlannedAction
+		mode   graph.Mode
+		strict bool
+		want   map[string]PlannedAction
 	}{
-		"update mode deletes, paced within a chain, and never the applier's own objects": {
+		"update mode deletes, paced by waves: a barrier alone, passive deletes together": {
 			mode: graph.ModeUpdate,
+			want: map[string]PlannedAction{
+				"old3": {Action: PlanDelete},
+				"old2": {Action: PlanDelete},
+				"old1": {Action: PlanDelete},
+				"z2":   {Action: PlanDelete},
+				"z":    {Action: PlanDelete},
+				"dep":  {Action: PlanDelete, Reason: "issued once ConfigMap/ns/z2 and ConfigMap/ns/z are gone"},
+				"ya":   {Action: PlanDelete, Reason: "issued once Deployment.apps/ns/dep is gone"},
+				"x":    {Action: PlanDelete, Reason: "issued once Deployment.apps/ns/dep is gone"},
+			},
+		},
+		"strict order: update mode deletes, paced within a chain, and never the applier's own objects": {
+			mode:   graph.ModeUpdate,
+			strict: true,
 			want: map[string]PlannedAction{
 				"cm":          {Action: PlanApply},
 				"once":        {Action: PlanApply, Reason: "create-only: created when missing, never updated"},
@@ -113,7 +133,7 @@ func TestPlanOffline(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			p := PlanOffline(rel, PlanOptions{Mode: tc.mode})
+			p := PlanOffline(rel, PlanOptions{Mode: tc.mode, StrictOrder: tc.strict})
 			if p.Live || p.Mode != tc.mode || p.Release != "1.0.0" {
 				t.Errorf("plan header = live %v, mode %s, release %s", p.Live, p.Mode, p.Release)
 			}
@@ -260,7 +280,7 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 	t.Run("update mode", func(t *testing.T) {
 		ledger := &deletion.MemoryStore{}
 		e, dryRuns := planEngine(t, ledger, objs...)
-		p, err := e.Plan(context.Background(), rel, PlanOptions{})
+		p, err := e.Plan(context.Background(), rel, PlanOptions{StrictOrder: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -67,15 +67,16 @@ func TestSyncProperties(t *testing.T) {
 		r := rand.New(rand.NewSource(seed + int64(i)))
 		docs, live, fail := randomRelease(t, r)
 		mode := modes[r.Intn(len(modes))]
-		where := fmt.Sprintf("payload %d (seed %d, %s)", i, seed+int64(i), mode)
-		checkSync(t, where, docs, live, fail, mode, r.Intn(20))
+		strict := r.Intn(3) == 0
+		where := fmt.Sprintf("payload %d (seed %d, %s, strict %v)", i, seed+int64(i), mode, strict)
+		checkSync(t, where, docs, live, fail, mode, r.Intn(20), strict)
 		if t.Failed() {
 			return
 		}
 	}
 }
 
-func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object, fail map[string]bool, mode graph.Mode, attempt int) {
+func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object, fail map[string]bool, mode graph.Mode, attempt int, strict bool) {
 	t.Helper()
 	rel := planRelease(t, docs...)
 	rm, dyn := fakeConfigMaps(live...)
@@ -98,7 +99,7 @@ func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: mode, Attempt: attempt,
+	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: mode, Attempt: attempt, StrictOrder: strict,
 		Backoff: &wait.Backoff{Duration: time.Millisecond, Steps: 1}, Parallelism: 1 + int(time.Now().UnixNano()%8)})
 	if err != nil {
 		t.Fatalf("%s: %v", where, err)
@@ -129,9 +130,10 @@ func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object
 		t.Errorf("%s: %s went out before the apply of %s", where, nameOf(trace[firstDelete]), nameOf(trace[lastApply]))
 	}
 
-	// The applies that ran are those the graph reaches past the failures.
+	// The applies that ran are those the graph reaches past the failures:
+	// a failure lets its wave finish and stops the waves after it.
 	tasks := Tasks(rel)
-	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: mode, Attempt: attempt})
+	applyGraph := graph.Build(tasks, graph.BuildOptions{Mode: mode, Attempt: attempt, StrictOrder: strict})
 	wantRan := map[int]bool{}
 	completed := make([]bool, len(applyGraph.Nodes))
 	for _, id := range applyGraph.TopoOrder() {
@@ -140,12 +142,14 @@ func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object
 		for _, p := range n.In {
 			ok = ok && completed[p]
 		}
-		for _, task := range n.Tasks {
+		for _, wave := range n.Waves() {
 			if !ok {
 				break
 			}
-			wantRan[task.Index] = true
-			ok = !fail[rel.Manifests[task.Index].Obj.GetName()]
+			for _, task := range wave {
+				wantRan[task.Index] = true
+				ok = ok && !fail[rel.Manifests[task.Index].Obj.GetName()]
+			}
 		}
 		completed[id] = ok
 	}
@@ -169,10 +173,14 @@ func checkSync(t *testing.T, where string, docs []planDoc, live []runtime.Object
 		}
 	}
 
-	// Within a component, deletes go last-created first.
+	// Within a component, deletes go last-created first; ConfigMaps of one
+	// run level share a wave unless the order is strict.
 	for _, a := range rel.Manifests {
 		for _, b := range rel.Manifests {
 			if !a.Delete() || !b.Delete() || a.Component != b.Component || a.Index >= b.Index {
+				continue
+			}
+			if !strict && a.RunLevel == b.RunLevel {
 				continue
 			}
 			ia, aok := deleted[a.Obj.GetName()]

@@ -47,7 +47,7 @@ func BenchmarkBuildDeletes(b *testing.B) {
 		b.Run(p.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for range b.N {
-				BuildDeletes(all)
+				BuildDeletes(all, BuildOptions{})
 			}
 		})
 	}

@@ -14,6 +14,9 @@ type BuildOptions struct {
 	// the reconcile permutation (Attempt/8) and its rotation (Attempt%8), as
 	// the CVO does, so retries vary the order reproducibly.
 	Attempt int
+	// StrictOrder runs each component's manifests one at a time, as the
+	// CVO does, instead of in waves (Task.Passive).
+	StrictOrder bool
 }
 
 // Update and reconcile parallelism, as in the CVO; install's is one worker
@@ -51,19 +54,30 @@ func Build(tasks []*Task, opts BuildOptions) *Graph {
 	default:
 		g.Parallelize(ByNumberAndComponent)
 	}
+	if !opts.StrictOrder {
+		g.splitWaves()
+	}
 	return g
 }
 
 // RecommendedParallelism is the worker count for a mode: 16 for update, 2
 // for reconcile (a background check should not load the apiserver), as the
-// CVO; for install one per node (nothing to protect yet), at most 32.
+// CVO; for install one per node or per task of a node's widest wave
+// (nothing to protect yet), at most 32.
 func RecommendedParallelism(mode Mode, g *Graph) int {
 	switch mode {
 	case ModeInstall:
 		if g == nil || len(g.Nodes) == 0 {
 			return 1
 		}
-		return min(len(g.Nodes), maxInstallParallelism)
+		width := 0
+		for _, n := range g.Nodes {
+			width += n.widestWave()
+			if width >= maxInstallParallelism {
+				return maxInstallParallelism
+			}
+		}
+		return width
 	case ModeReconcile:
 		return reconcileParallelism
 	default:

@@ -345,7 +345,7 @@ func TestBuildMixedPayload(t *testing.T) {
 			),
 		},
 		"deletes form one reversed chain per component": {
-			graph: BuildDeletes(mixedPayload()),
+			graph: BuildDeletes(mixedPayload(), BuildOptions{}),
 			want: []nodeSpec{
 				{tasks: []string{olmSM, olmDep, olmCRD}},
 				{tasks: []string{kasOld}},

@@ -17,10 +17,13 @@ import (
 // blocks another's; they are ordered so that higher run levels are scheduled
 // first, and Run takes the lowest ready ID first.
 //
-// Pacing lives in the node: Run issues a task only after the one before it
-// in the node returned nil, meaning its object is gone. A task that returns
-// an error wrapping ErrWaiting stops its node without failing it.
-func BuildDeletes(tasks []*Task) *Graph {
+// Pacing lives in the node: Run issues a wave only after every task of the
+// wave before it returned nil, meaning its objects are gone. Waves follow
+// the apply rule in reverse: passive deletes of one run level go together,
+// a barrier alone (opts.StrictOrder: one delete at a time). A task that
+// returns an error wrapping ErrWaiting stops its node, after its wave,
+// without failing it.
+func BuildDeletes(tasks []*Task, opts BuildOptions) *Graph {
 	chains := make(map[string][]*Task)
 	var keys []string
 	var singles [][]*Task
@@ -54,6 +57,9 @@ func BuildDeletes(tasks []*Task) *Graph {
 	g := &Graph{Nodes: make([]*Node, 0, len(all))}
 	for _, chain := range all {
 		g.add(&Node{Tasks: chain})
+	}
+	if !opts.StrictOrder {
+		g.splitWaves()
 	}
 	return g
 }

@@ -81,7 +81,7 @@ func TestBuildDeletes(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			g := BuildDeletes(tt.tasks)
+			g := BuildDeletes(tt.tasks, BuildOptions{})
 			var got []string
 			for _, n := range g.Nodes {
 				if len(n.In) > 0 || len(n.Out) > 0 {
@@ -111,7 +111,7 @@ func TestBuildDeletesDocumentsInOneFile(t *testing.T) {
 		{Index: 5, File: "0000_50_a_00_rbac.yaml", Name: `role "ns/a"`, RunLevel: 50, Component: "a", Delete: true},
 		{Index: 6, File: "0000_50_a_00_rbac.yaml", Name: `rolebinding "ns/a"`, RunLevel: 50, Component: "a", Delete: true},
 	}
-	g := BuildDeletes(tasks)
+	g := BuildDeletes(tasks, BuildOptions{})
 	var got []string
 	for _, task := range g.Nodes[0].Tasks {
 		got = append(got, task.Name)
@@ -181,7 +181,7 @@ func TestDeleteWalk(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			var rec recorder
-			res := Run(context.Background(), BuildDeletes(operator()), RunOptions{Parallelism: tt.parallelism}, func(_ context.Context, task *Task) error {
+			res := Run(context.Background(), BuildDeletes(operator(), BuildOptions{}), RunOptions{Parallelism: tt.parallelism}, func(_ context.Context, task *Task) error {
 				rec.add(task)
 				return tt.outcome[task.File]
 			})
@@ -212,7 +212,7 @@ func TestDeleteWalk(t *testing.T) {
 func TestDeleteWalkHeldTasksNameTheWaitingTask(t *testing.T) {
 	tasks := deleteTasks("0000_50_op_00_namespace.yaml", "0000_50_op_01_deployment.yaml")
 	tasks[1].Name = `deployment "op/op"`
-	res := Run(context.Background(), BuildDeletes(tasks), RunOptions{}, func(_ context.Context, task *Task) error {
+	res := Run(context.Background(), BuildDeletes(tasks, BuildOptions{}), RunOptions{}, func(_ context.Context, task *Task) error {
 		if task.Index == 1 {
 			return &WaitingError{On: "finalizer foregroundDeletion"}
 		}

@@ -37,14 +37,23 @@ type Task struct {
 	// Delete marks a manifest that deletes its object. Delete tasks are never
 	// part of the apply graph; they form the reverse-ordered delete walk.
 	Delete bool
+	// Passive marks a task that can affect no neighbour of its component, so
+	// it may share a wave with them. The caller decides (the graph knows no
+	// kinds); the zero value makes the task a barrier, the safe default.
+	Passive bool
 }
 
-// Node is a set of tasks that run serially, after every node in In.
+// Node is a set of tasks that run in order, after every node in In. The
+// tasks run one at a time unless WaveStarts splits them into waves.
 type Node struct {
 	ID    int
 	Tasks []*Task
 	In    []int
 	Out   []int
+	// WaveStarts are the positions in Tasks where each wave begins: the
+	// tasks of a wave run concurrently, and a wave starts once the one
+	// before it is done. Nil means one task per wave, the CVO's order.
+	WaveStarts []int
 }
 
 // Graph is a DAG of nodes. Node IDs are indexes into Nodes.

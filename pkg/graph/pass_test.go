@@ -59,7 +59,7 @@ func TestRunPass(t *testing.T) {
 				Apply:         Build(tasks, BuildOptions{Mode: ModeUpdate}),
 				ApplyFn:       fn(tt.applyErr),
 				ApplyOptions:  RunOptions{Parallelism: 4},
-				Delete:        BuildDeletes(tasks),
+				Delete:        BuildDeletes(tasks, BuildOptions{}),
 				DeleteFn:      fn(tt.deleteErr),
 				DeleteOptions: RunOptions{Parallelism: 4},
 			})
@@ -108,7 +108,7 @@ func TestRunPassCancelled(t *testing.T) {
 				cancel()
 				return nil
 			},
-			Delete:   BuildDeletes(tasks),
+			Delete:   BuildDeletes(tasks, BuildOptions{}),
 			DeleteFn: func(context.Context, *Task) error { deleted++; return nil },
 		})
 		if deleted != 0 || res.Delete.Count(StateCancelled) != 4 {

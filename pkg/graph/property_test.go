@@ -44,8 +44,23 @@ func randomPayload(r *rand.Rand) []*Task {
 	for _, t := range tasks {
 		t.Job = r.Intn(25) == 0
 		t.Delete = r.Intn(6) == 0
+		t.Passive = !t.Job && r.Intn(4) != 0 // a Job is a barrier
 	}
 	return tasks
+}
+
+// sameWave says whether tasks[a..b] may share a wave: waves are on, and
+// every task from a to b is passive and in a's run level and component.
+func sameWave(tasks []*Task, a, b int, strict bool) bool {
+	if strict {
+		return false
+	}
+	for k := a; k <= b; k++ {
+		if !tasks[k].Passive || !sameGroup(tasks[a], tasks[k]) {
+			return false
+		}
+	}
+	return true
 }
 
 // mayOverlap says whether the mode lets apply tasks a and b (a earlier in
@@ -54,12 +69,17 @@ func randomPayload(r *rand.Rand) []*Task {
 // Build: a Job orders everything around it; update allows overlap only
 // between different component chunks of one run of a run level holding two
 // or more components; install and reconcile allow it between different
-// (run level, component) runs.
-func mayOverlap(applies []*Task, a, b int, mode Mode) bool {
+// (run level, component) runs. Inside a component, only tasks of one wave
+// overlap: no task starts before every barrier before it finished.
+func mayOverlap(applies []*Task, a, b int, opts BuildOptions) bool {
+	mode := opts.Mode
 	for k := a; k <= b; k++ {
 		if applies[k].Job {
 			return false
 		}
+	}
+	if sameWave(applies, a, b, opts.StrictOrder) {
+		return true
 	}
 	if mode != ModeUpdate {
 		for k := a; k < b; k++ {
@@ -83,8 +103,9 @@ func mayOverlap(applies []*Task, a, b int, mode Mode) bool {
 }
 
 // expectRan simulates the graph with the planned outcomes: a node runs when
-// all its In nodes completed, and its tasks run until the first one that
-// does not succeed. Which tasks run does not depend on timing.
+// all its In nodes completed, and its waves run, whole, until the first
+// one in which a task does not succeed. Which tasks run does not depend on
+// timing.
 func expectRan(g *Graph, outcome map[*Task]error) map[*Task]bool {
 	ran := map[*Task]bool{}
 	completed := make([]bool, len(g.Nodes))
@@ -94,12 +115,14 @@ func expectRan(g *Graph, outcome map[*Task]error) map[*Task]bool {
 		for _, p := range n.In {
 			ok = ok && completed[p]
 		}
-		for _, t := range n.Tasks {
+		for _, wave := range n.Waves() {
 			if !ok {
 				break
 			}
-			ran[t] = true
-			ok = outcome[t] == nil
+			for _, t := range wave {
+				ran[t] = true
+				ok = ok && outcome[t] == nil
+			}
 		}
 		completed[id] = ok
 	}
@@ -117,7 +140,7 @@ func TestRunProperties(t *testing.T) {
 		r := rand.New(rand.NewSource(seed + int64(i)))
 		tasks := randomPayload(r)
 		mode := modes[r.Intn(len(modes))]
-		opts := BuildOptions{Mode: mode, Attempt: r.Intn(20)}
+		opts := BuildOptions{Mode: mode, Attempt: r.Intn(20), StrictOrder: r.Intn(4) == 0}
 		outcome := map[*Task]error{}
 		for _, task := range tasks {
 			switch n := r.Intn(20); {
@@ -127,7 +150,7 @@ func TestRunProperties(t *testing.T) {
 				outcome[task] = &WaitingError{On: "planned"}
 			}
 		}
-		where := fmt.Sprintf("payload %d (seed %d, %s, attempt %d)", i, seed+int64(i), mode, opts.Attempt)
+		where := fmt.Sprintf("payload %d (seed %d, %s, attempt %d, strict %v)", i, seed+int64(i), mode, opts.Attempt, opts.StrictOrder)
 		checkPass(t, where, tasks, opts, outcome, 1+r.Intn(8))
 		if t.Failed() {
 			return
@@ -138,10 +161,15 @@ func TestRunProperties(t *testing.T) {
 // checkPass runs one payload through RunPass and checks every property.
 func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, outcome map[*Task]error, parallelism int) {
 	t.Helper()
-	apply, deletes := Build(tasks, opts), BuildDeletes(tasks)
+	apply, deletes := Build(tasks, opts), BuildDeletes(tasks, opts)
 	for name, g := range map[string]*Graph{"apply": apply, "delete": deletes} {
 		if err := g.Validate(); err != nil {
 			t.Fatalf("%s: %s graph invalid: %v", where, name, err)
+		}
+		for _, n := range g.Nodes {
+			if opts.StrictOrder && n.WaveStarts != nil {
+				t.Errorf("%s: %s node %d has waves %v in strict order", where, name, n.ID, n.WaveStarts)
+			}
 		}
 	}
 
@@ -181,7 +209,8 @@ func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, out
 		}
 	}
 
-	// The runner respects every edge and the order inside every node.
+	// The runner respects every edge and the order of waves inside every
+	// node: a wave starts once the wave before it finished.
 	done := make([]int64, len(apply.Nodes))
 	for _, id := range apply.TopoOrder() {
 		n := apply.Nodes[id]
@@ -190,14 +219,18 @@ func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, out
 			ready = max(ready, done[p])
 		}
 		done[id] = ready
-		for _, task := range n.Tasks {
-			if !ran(task) {
-				break
+		for _, wave := range n.Waves() {
+			var end int64
+			for _, task := range wave {
+				if !ran(task) {
+					continue
+				}
+				if start[task.Index] < done[id] {
+					t.Errorf("%s: %s started at %d before its prerequisites finished at %d", where, task, start[task.Index], done[id])
+				}
+				end = max(end, finish[task.Index])
 			}
-			if start[task.Index] < done[id] {
-				t.Errorf("%s: %s started at %d before its prerequisites finished at %d", where, task, start[task.Index], done[id])
-			}
-			done[id] = finish[task.Index]
+			done[id] = max(done[id], end)
 		}
 	}
 
@@ -213,7 +246,7 @@ func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, out
 			continue
 		}
 		for a := range b {
-			if mayOverlap(applies, a, b, opts.Mode) {
+			if mayOverlap(applies, a, b, opts) {
 				continue
 			}
 			if outcome[applies[a]] != nil || finish[applies[a].Index] == 0 || finish[applies[a].Index] > start[applies[b].Index] {
@@ -223,7 +256,8 @@ func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, out
 	}
 
 	// Deletes: within a component, each delete starts only after every
-	// delete ordered after it in the payload completed (its object gone).
+	// delete ordered after it in the payload completed (its object gone),
+	// unless the two and every delete between them share a wave.
 	var lastApply int64
 	for _, task := range applies {
 		lastApply = max(lastApply, finish[task.Index])
@@ -238,6 +272,9 @@ func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, out
 		for _, a := range tasks {
 			createdLater := a.RunLevel > b.RunLevel || (a.RunLevel == b.RunLevel && a.Index > b.Index)
 			if !a.Delete || !b.parsed() || a.Component != b.Component || !createdLater {
+				continue
+			}
+			if deletesShareWave(tasks, a, b, opts.StrictOrder) {
 				continue
 			}
 			if outcome[a] != nil || finish[a.Index] == 0 || finish[a.Index] > start[b.Index] {
@@ -266,4 +303,20 @@ func checkPass(t *testing.T, where string, tasks []*Task, opts BuildOptions, out
 			}
 		}
 	}
+}
+
+// deletesShareWave says whether deletes a and b of one component (a created
+// later) may run together: waves are on, both share a run level, and they
+// and every delete of the component between them in reverse order are
+// passive.
+func deletesShareWave(tasks []*Task, a, b *Task, strict bool) bool {
+	if strict || !a.Passive || !b.Passive || a.RunLevel != b.RunLevel {
+		return false
+	}
+	for _, c := range tasks {
+		if c.Delete && c.parsed() && c.Component == b.Component && reverseOrder(a, c) < 0 && reverseOrder(c, b) < 0 && !c.Passive {
+			return false
+		}
+	}
+	return true
 }

@@ -16,7 +16,8 @@ type TaskFunc func(ctx context.Context, t *Task) error
 // RunOptions are the per-run settings; the zero value runs one node at a
 // time without callbacks.
 type RunOptions struct {
-	// Parallelism bounds how many nodes run at once. Values below 1 mean 1.
+	// Parallelism bounds how many task functions, and so nodes, run at
+	// once. Values below 1 mean 1.
 	// RecommendedParallelism gives the CVO's value for each mode.
 	Parallelism int
 	// OnTaskStart, when set, is called just before a task function runs.
@@ -31,8 +32,10 @@ type RunOptions struct {
 }
 
 // Run executes the graph with a fixed pool of workers and returns what
-// happened to every task. Tasks inside a node run serially and the first
-// failure or wait stops the rest of that node. A node runs once every node
+// happened to every task. The waves inside a node run in order, the tasks
+// of a wave concurrently (Parallelism bounds the task functions running at
+// once, across all nodes), and the first failure or wait stops the waves
+// after its own. A node runs once every node
 // in its In list succeeded; the lowest ready node ID goes first. A failed
 // node blocks only what depends on it, so independent branches keep going.
 //
@@ -54,8 +57,10 @@ func Run(ctx context.Context, g *Graph, opts RunOptions, fn TaskFunc) *Result {
 		return r
 	}
 
-	workers := max(opts.Parallelism, 1)
-	workers = min(workers, len(g.Nodes))
+	// sem bounds the task functions running at once, across nodes and the
+	// waves inside them; workers bound the nodes in flight.
+	sem := make(chan struct{}, max(opts.Parallelism, 1))
+	workers := min(cap(sem), len(g.Nodes))
 	work := make(chan int, workers)
 	done := make(chan int, workers)
 	var wg sync.WaitGroup
@@ -64,7 +69,7 @@ func Run(ctx context.Context, g *Graph, opts RunOptions, fn TaskFunc) *Result {
 		go func() {
 			defer wg.Done()
 			for id := range work {
-				r.runNode(ctx, g.Nodes[id], opts, fn)
+				r.runNode(ctx, g.Nodes[id], opts, fn, sem)
 				done <- id
 			}
 		}()
@@ -148,40 +153,119 @@ func (r *Result) refuse(err error) {
 	}
 }
 
-// runNode runs one node's tasks in order on a worker. It writes only the
-// node's own task slots and NodeStatus; Run reads them after the node's ID
-// comes back on the done channel.
-func (r *Result) runNode(ctx context.Context, n *Node, opts RunOptions, fn TaskFunc) {
+// runNode runs one node's waves in order on a worker; the tasks of a wave
+// run concurrently, each holding one of sem's slots. The first failure or
+// wait lets the rest of its wave finish and stops the waves after it. It
+// writes only the node's own task slots and NodeStatus; Run reads them
+// after the node's ID comes back on the done channel.
+func (r *Result) runNode(ctx context.Context, n *Node, opts RunOptions, fn TaskFunc, sem chan struct{}) {
 	slots := r.slotsOf(n)
 	r.Nodes[n.ID].State = StateSucceeded
-	for k, t := range n.Tasks {
-		if ctx.Err() != nil {
+	k := 0
+	for _, wave := range n.Waves() {
+		ws := slots[k : k+len(wave)]
+		started := runWave(ctx, wave, ws, opts, fn, sem)
+		k += len(wave)
+		if stop := firstStop(wave, ws); stop >= 0 {
+			t := wave[stop]
+			if ws[stop].State == StateFailed {
+				r.Nodes[n.ID] = NodeStatus{State: StateFailed, Cause: t}
+				markRest(ws[started:], StateBlocked, t)
+				markRest(slots[k:], StateBlocked, t)
+			} else {
+				r.Nodes[n.ID] = NodeStatus{State: StateWaiting, Cause: t}
+				markRest(ws[started:], StateHeld, t)
+				markRest(slots[k:], StateHeld, t)
+			}
+			return
+		}
+		if started < len(wave) {
 			r.Nodes[n.ID] = NodeStatus{State: StateCancelled}
-			markRest(slots[k:], StateCancelled, nil)
-			return
-		}
-		if opts.OnTaskStart != nil {
-			opts.OnTaskStart(t)
-		}
-		err := call(ctx, fn, t)
-		if opts.OnTaskDone != nil {
-			opts.OnTaskDone(t, err)
-		}
-		switch {
-		case err == nil:
-			slots[k].State = StateSucceeded
-		case errors.Is(err, ErrWaiting):
-			slots[k].State, slots[k].Err = StateWaiting, err
-			r.Nodes[n.ID] = NodeStatus{State: StateWaiting, Cause: t}
-			markRest(slots[k+1:], StateHeld, t)
-			return
-		default:
-			slots[k].State, slots[k].Err = StateFailed, err
-			r.Nodes[n.ID] = NodeStatus{State: StateFailed, Cause: t}
-			markRest(slots[k+1:], StateBlocked, t)
+			markRest(slots[k-len(wave)+started:], StateCancelled, nil)
 			return
 		}
 	}
+}
+
+// runWave starts the wave's tasks in order, each once a slot of sem is
+// free, and waits for those it started; it starts none once ctx is done.
+// It returns how many it started. A one-task wave runs on the caller.
+func runWave(ctx context.Context, wave []*Task, slots []TaskStatus, opts RunOptions, fn TaskFunc, sem chan struct{}) int {
+	var wg sync.WaitGroup
+	started := 0
+	for i, t := range wave {
+		if !acquire(ctx, sem) {
+			break
+		}
+		started++
+		if len(wave) == 1 {
+			runTask(ctx, t, &slots[i], opts, fn)
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			runTask(ctx, t, &slots[i], opts, fn)
+		}()
+	}
+	wg.Wait()
+	return started
+}
+
+// acquire takes a slot of sem unless ctx is done first; a done ctx wins
+// even when a slot is free, so that no task starts after cancellation.
+func acquire(ctx context.Context, sem chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	select {
+	case sem <- struct{}{}:
+		if ctx.Err() != nil {
+			<-sem
+			return false
+		}
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// runTask runs one task and records its outcome in its own slot.
+func runTask(ctx context.Context, t *Task, slot *TaskStatus, opts RunOptions, fn TaskFunc) {
+	if opts.OnTaskStart != nil {
+		opts.OnTaskStart(t)
+	}
+	err := call(ctx, fn, t)
+	if opts.OnTaskDone != nil {
+		opts.OnTaskDone(t, err)
+	}
+	switch {
+	case err == nil:
+		slot.State = StateSucceeded
+	case errors.Is(err, ErrWaiting):
+		slot.State, slot.Err = StateWaiting, err
+	default:
+		slot.State, slot.Err = StateFailed, err
+	}
+}
+
+// firstStop returns the position of the wave's first failed task, else of
+// its first waiting one, else -1: a failure outranks a wait as the cause.
+func firstStop(wave []*Task, slots []TaskStatus) int {
+	waiting := -1
+	for i := range wave {
+		switch slots[i].State {
+		case StateFailed:
+			return i
+		case StateWaiting:
+			if waiting < 0 {
+				waiting = i
+			}
+		}
+	}
+	return waiting
 }
 
 // slotsOf returns the node's task statuses, which are contiguous because

@@ -4,9 +4,10 @@ import "fmt"
 
 // Validate checks what Run relies on: node IDs equal their index, edges
 // point at existing nodes and are mirrored (j in i.In exactly when i in
-// j.Out), no edge repeats, the graph has no cycle, and no task appears
-// twice. Build and BuildDeletes always produce valid graphs; this guards
-// hand-made ones, for which a cycle would otherwise look like cancellation.
+// j.Out), no edge repeats, the graph has no cycle, no task appears twice,
+// and waves cut the tasks in order. Build and BuildDeletes always produce
+// valid graphs; this guards hand-made ones, for which a cycle would
+// otherwise look like cancellation.
 func (g *Graph) Validate() error {
 	type edge struct{ from, to int }
 	out := make(map[edge]bool)
@@ -27,6 +28,9 @@ func (g *Graph) Validate() error {
 				return fmt.Errorf("graph: task %s is in node %d and node %d", t, prev, i)
 			}
 			seen[t] = i
+		}
+		if err := n.checkWaves(); err != nil {
+			return err
 		}
 		for _, j := range n.Out {
 			if err := g.checkTarget(i, j); err != nil {

@@ -372,6 +372,7 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 	}
 	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
 	c.op.cfg.UpdateGraph = memoryGraph{graphFrom(updategraph.Node{Version: "1.0.0", Payload: "r"}, to...)}
+	c.op.cfg.Sync.StrictOrder = true // a to d one at a time, not in one wave
 	c.setChannel(t, "stable-1")
 
 	// Two progress writes: the interval passes while a and c are read,

@@ -54,6 +54,9 @@ type slowPass struct {
 func newSlowPass(t *testing.T, c *fakeCluster) *slowPass {
 	s := &slowPass{c: c}
 	s.arm()
+	// a, b and gate are ConfigMaps of one component, which would share a
+	// wave: the steps below need them one at a time.
+	c.op.cfg.Sync.StrictOrder = true
 	c.config.PrependReactor("update", "clusterversions", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		cv := a.(clienttesting.UpdateAction).GetObject().(*configv1.ClusterVersion)
 		if p := findCondition(cv.Status.Conditions, configv1.OperatorProgressing); a.GetSubresource() == "status" && p != nil && p.Status == configv1.ConditionTrue {

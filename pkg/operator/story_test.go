@@ -20,7 +20,8 @@ import (
 
 // storyStore writes a release line: 1.0.1 is a z-stream that deletes two
 // ConfigMaps, the later one held by a finalizer so that the earlier one is
-// paced behind it; 1.0.2 is a z-stream that still carries the deletes; 1.1.0
+// paced behind it (a run level later, so that the two do not share a
+// wave); 1.0.2 is a z-stream that still carries the deletes; 1.1.0
 // is a minor that no longer does.
 func storyStore(t *testing.T) *DirStore {
 	root := t.TempDir()
@@ -28,12 +29,12 @@ func storyStore(t *testing.T) *DirStore {
 	payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{
 		"0000_50_demo_00_keep.yaml":  keep,
 		"0000_50_demo_01_first.yaml": configMapManifest("first"),
-		"0000_50_demo_02_held.yaml":  heldConfigMapManifest("held"),
+		"0000_55_demo_02_held.yaml":  heldConfigMapManifest("held"),
 	})
 	deletes := map[string]string{
 		"0000_50_demo_00_keep.yaml":  keep,
 		"0000_50_demo_01_first.yaml": configMapManifest("first", deleteAnnotation),
-		"0000_50_demo_02_held.yaml":  heldConfigMapManifest("held", deleteAnnotation),
+		"0000_55_demo_02_held.yaml":  heldConfigMapManifest("held", deleteAnnotation),
 	}
 	payloadtest.WriteRelease(t, root, "1.0.1", []string{"1.0.0"}, deletes)
 	deletes["0000_60_more_00_z.yaml"] = configMapManifest("z-stream")

@@ -18,6 +18,16 @@ var (
 	ProjectKind = schema.GroupKind{Group: "project.openshift.io", Kind: "Project"}
 )
 
+// HealthCheckedKinds are the kinds whose live state the engine judges
+// (apply.CheckHealth) and waits on; a health check is a barrier in a wave.
+var HealthCheckedKinds = []schema.GroupKind{CRDKind, DeploymentKind, DaemonSetKind, JobKind, ClusterOperatorKind}
+
+// AdmissionKinds change what the apiserver admits.
+var AdmissionKinds = kindsOf("admissionregistration.k8s.io",
+	"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+	"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+
 // CRDGVK and CRDGVR are the version of CustomResourceDefinition the
 // applier reads and writes, apiextensions.k8s.io/v1.
 var (

@@ -38,6 +38,8 @@ type engineTool struct {
 	profileDir string
 	// label names the current measurement in profile file names.
 	label string
+	// strictOrder turns waves off (SyncOptions.StrictOrder).
+	strictOrder bool
 }
 
 func (t *engineTool) name() string { return toolEngine }
@@ -122,7 +124,7 @@ func (t *engineTool) sync(ctx context.Context, dir string, mode graph.Mode, step
 	}
 	op.StartEvents()
 	defer op.Shutdown()
-	opts := apply.SyncOptions{Mode: mode}
+	opts := apply.SyncOptions{Mode: mode, StrictOrder: t.strictOrder}
 	if b := os.Getenv("BENCH_INSTALL_BACKOFF"); b != "" && mode == graph.ModeInstall {
 		// "DURATION FACTOR STEPS CAP", for experiments.
 		if f := strings.Fields(b); len(f) == 4 {

@@ -73,7 +73,11 @@ type options struct {
 	skipRSS    bool
 	skipReal   bool
 	skipCM     bool
-	only       map[string]bool
+	skipOne    bool
+	// strictOrder runs payload-applier one manifest at a time per
+	// component, as before waves, for a before/after comparison.
+	strictOrder bool
+	only        map[string]bool
 	// operatorEnv is added to the environment of the operator whose RSS
 	// is measured, e.g. GOMEMLIMIT=100MiB.
 	operatorEnv []string
@@ -95,6 +99,8 @@ func main() {
 	flag.BoolVar(&o.skipRSS, "skip-rss", false, "skip the operator's peak RSS measurement")
 	flag.BoolVar(&o.skipReal, "skip-real", false, "skip the real payload")
 	flag.BoolVar(&o.skipCM, "skip-configmaps", false, "skip the ConfigMap create, resync and delete measurements")
+	flag.BoolVar(&o.skipOne, "skip-one-component", false, "skip the one-component installs (-configmaps ConfigMaps; as many mixed kinds with a Deployment every 100)")
+	flag.BoolVar(&o.strictOrder, "strict-order", false, "run payload-applier with --strict-order: one manifest at a time in each component, no waves")
 	flag.Func("operator-env", "NAME=VALUE added to the measured operator's environment (repeatable), e.g. GOMEMLIMIT=100MiB", func(v string) error {
 		if !strings.Contains(v, "=") {
 			return fmt.Errorf("want NAME=VALUE")
@@ -220,6 +226,11 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 	}
+	if !o.skipOne {
+		if err := b.oneComponent(ctx, tools); err != nil {
+			return err
+		}
+	}
 	if !o.skipReal {
 		if _, err := os.Stat(o.realDir); err != nil {
 			res.notef("The real payload (%s) is absent: its measurements are skipped.", o.realDir)
@@ -253,7 +264,7 @@ func (o options) tools(e *env, kappBin, kubectlBin string) ([]tool, error) {
 	}
 	add(&rawTool{e: e, user: "bench-raw"})
 	add(&rawTool{e: e, user: "bench-raw", apply: true})
-	add(&engineTool{e: e, user: "bench-payload-applier", profileDir: o.profileDir})
+	add(&engineTool{e: e, user: "bench-payload-applier", profileDir: o.profileDir, strictOrder: o.strictOrder})
 	if kappBin != "" {
 		kc, err := e.kubeconfig("bench-kapp")
 		if err != nil {

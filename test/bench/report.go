@@ -50,31 +50,32 @@ func (r *results) goals() []goal {
 		}
 		return sa.seconds / sb.seconds, true
 	}
-	g := goal{name: "create vs raw", want: "≤ 1.3× raw"}
-	if v, ok := ratio(mCreate, pa, toolRaw); ok {
-		g.known, g.met, g.got = true, v <= 1.3, fmt.Sprintf("%.2f× raw", v)
+	// judged is the goal that the ratio a/b of measurement id meets;
+	// got formats the ratio.
+	judged := func(name, want, id, a, b, got string, met func(float64) bool) goal {
+		g := goal{name: name, want: want}
+		if v, ok := ratio(id, a, b); ok {
+			g.known, g.met, g.got = true, met(v), fmt.Sprintf(got, v)
+		}
+		return g
 	}
-	out = append(out, g)
-	g = goal{name: "create vs kapp", want: "kapp takes ≥ 2× as long"}
-	if v, ok := ratio(mCreate, toolKapp, pa); ok {
-		g.known, g.met, g.got = true, v >= 2, fmt.Sprintf("kapp takes %.2f× as long", v)
-	}
-	out = append(out, g)
-	g = goal{name: "no-op resync vs kapp", want: "≤ 0.5× kapp"}
-	if v, ok := ratio(mResync, pa, toolKapp); ok {
-		g.known, g.met, g.got = true, v <= 0.5, fmt.Sprintf("%.2f× kapp", v)
-	}
-	out = append(out, g)
-	g = goal{name: "no-op resync writes", want: "0 writes"}
+	atMost := func(limit float64) func(float64) bool { return func(v float64) bool { return v <= limit } }
+	atLeast := func(limit float64) func(float64) bool { return func(v float64) bool { return v >= limit } }
+	const vsRaw, kappSlower, vsKapp = "%.2f× raw", "kapp takes %.2f× as long", "%.2f× kapp"
+	out = append(out,
+		judged("create vs raw", "≤ 1.3× raw", mCreate, pa, toolRaw, vsRaw, atMost(1.3)),
+		judged("create vs kapp", "kapp takes ≥ 2× as long", mCreate, toolKapp, pa, kappSlower, atLeast(2)),
+		judged("one component: ConfigMaps vs raw", "≤ 1.3× raw", mOneCM, pa, toolRaw, vsRaw, atMost(1.3)),
+		judged("one component: ConfigMaps vs kapp", "kapp takes ≥ 2× as long", mOneCM, toolKapp, pa, kappSlower, atLeast(2)),
+		judged("one component: mixed kinds vs raw", "≤ 1.3× raw", mOneMixed, pa, toolRaw, vsRaw, atMost(1.3)),
+		judged("no-op resync vs kapp", "≤ 0.5× kapp", mResync, pa, toolKapp, vsKapp, atMost(0.5)),
+	)
+	g := goal{name: "no-op resync writes", want: "0 writes"}
 	if st := r.stat(mResync, pa); st.ok {
 		g.known, g.met, g.got = true, st.writes == 0, fmt.Sprintf("%d writes", st.writes)
 	}
 	out = append(out, g)
-	g = goal{name: "delete-to-gone vs kapp", want: "≤ 1.3× kapp"}
-	if v, ok := ratio(mDelete, pa, toolKapp); ok {
-		g.known, g.met, g.got = true, v <= 1.3, fmt.Sprintf("%.2f× kapp", v)
-	}
-	out = append(out, g)
+	out = append(out, judged("delete-to-gone vs kapp", "≤ 1.3× kapp", mDelete, pa, toolKapp, vsKapp, atMost(1.3)))
 	g = goal{name: "real payload install vs kapp", want: "faster than kapp"}
 	if v, ok := ratio(mRealInstall, pa, toolKapp); ok {
 		g.known, g.met, g.got = true, v < 1, fmt.Sprintf("%.2f× kapp", v)

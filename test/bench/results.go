@@ -183,6 +183,8 @@ func (r *results) measurements() []measurement {
 		{mCreate, fmt.Sprintf("create %d ConfigMaps", r.CMCount), toolRaw},
 		{mResync, fmt.Sprintf("no-op resync of %d ConfigMaps", r.CMCount), toolRaw},
 		{mDelete, fmt.Sprintf("delete %d ConfigMaps until gone", r.CMCount), toolRaw},
+		{mOneCM, fmt.Sprintf("one component: create %d ConfigMaps", r.CMCount), toolRaw},
+		{mOneMixed, fmt.Sprintf("one component: create %d mixed kinds, a Deployment every %d", r.CMCount, deploymentEvery), toolRaw},
 		{mRealInstallEmpty, "real payload: install, empty cluster", toolKapp},
 		{mRealInstall, "real payload: install", toolKapp},
 		{mRealResync, "real payload: no-op resync", toolKapp},

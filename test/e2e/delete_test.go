@@ -185,7 +185,7 @@ func TestFinalizerKeepsDeletePendingAcrossPassesAndRestarts(t *testing.T) {
 		}
 		return map[string]string{
 			"0000_50_demo_01_first.yaml": first,
-			"0000_50_demo_02_held.yaml":  held,
+			"0000_55_demo_02_held.yaml":  held,
 			"0000_60_other_01_keep.yaml": configMap(ns, "keep", "x"),
 		}
 	}
@@ -301,12 +301,12 @@ func TestPacedDeleteDroppedByALaterReleaseIsAbandoned(t *testing.T) {
 	e := newEngine(t, ns)
 	v1 := map[string]string{
 		"0000_50_demo_01_first.yaml": configMap(ns, "first", "x"),
-		"0000_50_demo_02_held.yaml":  heldConfigMap(ns, "held"),
+		"0000_55_demo_02_held.yaml":  heldConfigMap(ns, "held"),
 	}
 	requireComplete(t, sync(t, e, load(t, writePayload(t, "1.0.0", v1)), graph.ModeInstall))
 	v2 := map[string]string{
 		"0000_50_demo_01_first.yaml": withDelete(configMap(ns, "first", "x")),
-		"0000_50_demo_02_held.yaml":  withDelete(heldConfigMap(ns, "held")),
+		"0000_55_demo_02_held.yaml":  withDelete(heldConfigMap(ns, "held")),
 	}
 	res := sync(t, e, load(t, writePayload(t, "1.0.1", v2)), graph.ModeUpdate)
 	if actions(res)["ConfigMap/"+ns+"/first"] != apply.ActionDeleteWaiting {

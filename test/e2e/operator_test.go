@@ -27,10 +27,10 @@ func storyReleases(ns string) map[string]map[string]string {
 	}
 	v100 := base()
 	v100["0000_50_demo_01_first.yaml"] = configMap(ns, "first", "x")
-	v100["0000_50_demo_02_held.yaml"] = heldConfigMap(ns, "held")
+	v100["0000_55_demo_02_held.yaml"] = heldConfigMap(ns, "held")
 	v101 := base()
 	v101["0000_50_demo_01_first.yaml"] = withDelete(configMap(ns, "first", "x"))
-	v101["0000_50_demo_02_held.yaml"] = withDelete(heldConfigMap(ns, "held"))
+	v101["0000_55_demo_02_held.yaml"] = withDelete(heldConfigMap(ns, "held"))
 	v102 := base()
 	for k, v := range v101 {
 		v102[k] = v
