@@ -65,6 +65,14 @@ func appendJSON(b []byte, v any) []byte {
 
 const jsonHex = "0123456789abcdef"
 
+// jsonSafe holds the ASCII bytes encoding/json writes as they are.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
 // appendJSONString quotes s as encoding/json does with HTML escaping.
 func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
@@ -72,7 +80,7 @@ func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}

@@ -2,9 +2,12 @@ package payload
 
 import (
 	"bytes"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/openshift/library-go/pkg/manifest"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -30,6 +33,10 @@ type fastLine struct {
 	blank, comment bool
 }
 
+// linePool keeps the line tables of documents read, which live only as
+// long as the reading.
+var linePool = sync.Pool{New: func() any { return new([]fastLine) }}
+
 type fastReader struct {
 	src   string
 	lines []fastLine
@@ -46,7 +53,15 @@ func readFastYAML(text []byte) (map[string]any, bool) {
 	if !fastYAMLCandidate(text) {
 		return nil, false
 	}
-	r := &fastReader{src: string(text)}
+	// The values point into the text, which a load never changes after
+	// reading it (findings point into it too): no copy of 10 MB of YAML.
+	r := &fastReader{src: unsafe.String(unsafe.SliceData(text), len(text))}
+	lines := linePool.Get().(*[]fastLine)
+	defer func() {
+		*lines = r.lines[:0]
+		linePool.Put(lines)
+	}()
+	r.lines = *lines
 	r.splitLines()
 	j := r.nextSignificant(0)
 	if j == len(r.lines) {
@@ -94,28 +109,18 @@ func fastYAMLCandidate(text []byte) bool {
 
 func (r *fastReader) splitLines() {
 	s := r.src
-	n := 1
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			n++
-		}
-	}
-	r.lines = make([]fastLine, 0, n)
-	for start := 0; start <= len(s); {
-		end := start
-		for end < len(s) && s[end] != '\n' {
-			end++
+	r.lines = slices.Grow(r.lines[:0], strings.Count(s, "\n")+1)
+	for start := 0; start < len(s); {
+		end := len(s)
+		if i := strings.IndexByte(s[start:], '\n'); i >= 0 {
+			end = start + i
 		}
 		l := fastLine{start: start, end: end}
-		for l.indent < end-start && s[start+l.indent] == ' ' {
+		for start+l.indent < end && s[start+l.indent] == ' ' {
 			l.indent++
 		}
 		l.blank = start+l.indent == end
 		l.comment = !l.blank && s[start+l.indent] == '#'
-		if end == len(s) && l.blank && start == end {
-			// Text ending in a line break: no line after it.
-			break
-		}
 		r.lines = append(r.lines, l)
 		start = end + 1
 	}
@@ -757,13 +762,17 @@ func (r *fastReader) blockScalar(owner, j, pos int) any {
 		r.fail()
 		return nil
 	}
-	var buf []byte
-	prevEmpty := false
 	first := k
 	if literal {
 		// Leading empty lines are line breaks of a literal's content.
 		first = j + 1
 	}
+	size := end - first + 1
+	for b := first; b < end; b++ {
+		size += max(r.lines[b].end-r.lines[b].start-ind, 0)
+	}
+	buf := make([]byte, 0, size)
+	prevEmpty := false
 	for b := first; b < end; b++ {
 		bl := r.lines[b]
 		var text string
@@ -795,7 +804,7 @@ func (r *fastReader) blockScalar(owner, j, pos int) any {
 		buf = append(buf, '\n')
 	}
 	r.i = last
-	return string(buf)
+	return unsafe.String(unsafe.SliceData(buf), len(buf))
 }
 
 // yaml11Words are the plain scalars starting with a letter or ~ that
@@ -809,6 +818,9 @@ var yaml11Words = map[string]any{
 	"off": false, "Off": false, "OFF": false,
 	"~": nil, "null": nil, "Null": nil, "NULL": nil,
 }
+
+// yaml11Start holds the first characters of yaml11Words.
+var yaml11Start = [256]bool{'y': true, 'Y': true, 'n': true, 'N': true, 't': true, 'T': true, 'f': true, 'F': true, 'o': true, 'O': true, '~': true}
 
 // Kinds of plain scalar by their first characters, as go-yaml v2 tells
 // them apart.
@@ -832,8 +844,10 @@ func classifyPlain(s string) (any, int) {
 	case c == '.' || c >= '0' && c <= '9':
 		return nil, plainNumber
 	}
-	if v, ok := yaml11Words[s]; ok {
-		return v, plainWord
+	if len(s) <= 5 && yaml11Start[s[0]] {
+		if v, ok := yaml11Words[s]; ok {
+			return v, plainWord
+		}
 	}
 	return s, plainString
 }
@@ -900,6 +914,8 @@ func simpleInt(s string) (int64, bool) {
 	return n, true
 }
 
+var jsonPool = sync.Pool{New: func() any { return new([]byte) }}
+
 // fastDocument reads a document with the fast reader into the manifest
 // library-go's path would build, or reports false when that path must read
 // it: the reader is unsure, or the identity fields are missing or no
@@ -941,7 +957,14 @@ func fastDocument(text []byte, enabled bool) (m manifest.Manifest, ok bool) {
 	if err := m.UnmarshalJSON(appendJSON(nil, identity)); err != nil || m.Obj == nil {
 		return manifest.Manifest{}, false
 	}
-	m.Raw = appendJSON(make([]byte, 0, len(text)), obj)
+	// Encode into a scratch buffer, then keep an exact-size copy: Raw
+	// lives as long as the release.
+	scratch := jsonPool.Get().(*[]byte)
+	*scratch = appendJSON((*scratch)[:0], obj)
+	m.Raw = bytes.Clone(*scratch)
+	if cap(*scratch) <= 4<<20 {
+		jsonPool.Put(scratch)
+	}
 	m.Obj.Object = obj
 	return m, true
 }
