@@ -204,7 +204,8 @@ func (r *fastReader) parseKey(j, pos int) (string, int, bool) {
 		for end < l.end && s[end] == ' ' {
 			end++
 		}
-		if end >= l.end || s[end] != ':' {
+		// go-yaml wants a space after the colon here too.
+		if end >= l.end || s[end] != ':' || (end+1 < l.end && s[end+1] != ' ') {
 			return "", 0, false
 		}
 	default:
@@ -627,7 +628,7 @@ func (r *fastReader) looksLikeKey(j, pos int) bool {
 		for e < l.end && s[e] == ' ' {
 			e++
 		}
-		return e < l.end && s[e] == ':'
+		return e < l.end && s[e] == ':' && (e+1 == l.end || s[e+1] == ' ')
 	case '|', '>', '{', '[':
 		return false
 	}
@@ -837,7 +838,9 @@ func classifyPlain(s string) (any, int) {
 	}
 	switch c := s[0]; {
 	case c == '+' || c == '-':
-		if len(s) == 1 || !(s[1] == '.' || s[1] >= '0' && s[1] <= '9') {
+		// go-yaml drops underscores before it reads a number: +_1 is 1.
+		rest := strings.TrimLeft(s[1:], "_")
+		if rest == "" || !(rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9') {
 			return s, plainString
 		}
 		return nil, plainNumber
