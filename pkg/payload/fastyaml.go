@@ -83,11 +83,23 @@ func readFastYAML(text []byte) (map[string]any, bool) {
 // YAML 1.1 knows, a byte-order mark, characters YAML does not allow, and
 // "<<" anywhere (merge keys are refused by the strict path, with its
 // message).
+// candidateCheck marks the bytes fastYAMLCandidate looks at closer.
+var candidateCheck = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = (c < 0x20 && c != '\n') || c == '<' || c >= 0x7f
+	}
+	return t
+}()
+
 func fastYAMLCandidate(text []byte) bool {
 	for i := 0; i < len(text); {
 		c := text[i]
+		if !candidateCheck[c] {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if (c < 0x20 && c != '\n') || c == 0x7f || (c == '<' && i+1 < len(text) && text[i+1] == '<') {
+			if c != '<' || (i+1 < len(text) && text[i+1] == '<') {
 				return false
 			}
 			i++
