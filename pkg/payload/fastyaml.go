@@ -672,40 +672,11 @@ func (r *fastReader) quoted(pos, end int) (string, int, bool) {
 	if s[i] == q && (q == '"' || i+1 >= end || s[i+1] != '\'') {
 		return s[pos+1 : i], i + 1, true
 	}
-	buf := []byte(s[pos+1 : i])
-	for i < end {
-		c := s[i]
-		switch {
-		case q == '\'' && c == '\'':
-			if i+1 < end && s[i+1] == '\'' {
-				buf = append(buf, '\'')
-				i += 2
-				continue
-			}
-			return string(buf), i + 1, true
-		case q == '"' && c == '"':
-			return string(buf), i + 1, true
-		case q == '"' && c == '\\':
-			if i+1 >= end {
-				return "", 0, false
-			}
-			switch s[i+1] {
-			case '\\', '"', '/':
-				buf = append(buf, s[i+1])
-			case 'n':
-				buf = append(buf, '\n')
-			case 't':
-				buf = append(buf, '\t')
-			default:
-				return "", 0, false
-			}
-			i += 2
-			continue
-		}
-		buf = append(buf, c)
-		i++
+	v, closeAt, ok := quotedSegment(s[pos+1:end], q)
+	if !ok || closeAt < 0 {
+		return "", 0, false
 	}
-	return "", 0, false
+	return v, pos + 1 + closeAt + 1, true
 }
 
 // blockScalar reads a literal (|) or folded (>) scalar whose header is at
