@@ -686,16 +686,19 @@ func (r *fastReader) blockScalar(owner, j, pos int) any {
 	s := r.src
 	literal := s[pos] == '|'
 	p := pos + 1
-	strip := false
+	strip, keep := false, false
 	if p < l.end && s[p] == '-' {
 		strip = true
+		p++
+	} else if p < l.end && s[p] == '+' {
+		keep = true
 		p++
 	}
 	for p < l.end && s[p] == ' ' {
 		p++
 	}
 	if p < l.end && (s[p] != '#' || s[p-1] != ' ') {
-		// Keep chomping, an indentation indicator, or text.
+		// An indentation indicator, or text.
 		r.fail()
 		return nil
 	}
@@ -703,7 +706,7 @@ func (r *fastReader) blockScalar(owner, j, pos int) any {
 	k := r.nextNonBlank(j + 1)
 	if k == len(r.lines) || r.lines[k].indent <= owner {
 		for b := j + 1; b < k; b++ {
-			if r.lines[b].end-r.lines[b].start > 0 {
+			if r.lines[b].end-r.lines[b].start > 0 || keep {
 				r.fail()
 				return nil
 			}
@@ -713,17 +716,13 @@ func (r *fastReader) blockScalar(owner, j, pos int) any {
 	}
 	ind := r.lines[k].indent
 	for b := j + 1; b < k; b++ {
-		if r.lines[b].end-r.lines[b].start > ind || (!literal && r.lines[b].end > r.lines[b].start) {
+		if r.lines[b].end-r.lines[b].start > ind {
+			// go-yaml would take the indentation from this blank line.
 			r.fail()
 			return nil
 		}
 	}
-	if !literal && j+1 < k {
-		// Leading empty lines of a folded scalar: go-yaml decides.
-		r.fail()
-		return nil
-	}
-	last := k // one past the last line of content
+	last := k // one past the last line of the scalar
 	for b := k; b < len(r.lines); b++ {
 		bl := r.lines[b]
 		if !bl.blank && bl.indent < ind {
@@ -731,61 +730,58 @@ func (r *fastReader) blockScalar(owner, j, pos int) any {
 		}
 		last = b + 1
 	}
-	// Drop trailing blank lines, which chomping handles, unless they hold
-	// more spaces than the indentation (content in a literal).
+	// Trailing empty lines are for chomping; a line of more spaces than
+	// the indentation is content.
 	end := last
-	for end > k && r.lines[end-1].blank && r.lines[end-1].end-r.lines[end-1].start <= ind {
+	for end > k && r.lines[end-1].end-r.lines[end-1].start <= ind {
 		end--
-	}
-	if !literal && end < last && r.lines[last-1].end-r.lines[last-1].start > ind {
-		r.fail()
-		return nil
 	}
 	if r.lines[end-1].end == len(s) {
 		// The last line has no line break: go-yaml decides.
 		r.fail()
 		return nil
 	}
-	first := k
-	if literal {
-		// Leading empty lines are line breaks of a literal's content.
-		first = j + 1
-	}
-	size := end - first + 1
-	for b := first; b < end; b++ {
+	size := last - j + 1
+	for b := j + 1; b < end; b++ {
 		size += max(r.lines[b].end-r.lines[b].start-ind, 0)
 	}
 	buf := make([]byte, 0, size)
-	prevEmpty := false
-	for b := first; b < end; b++ {
+	// As libyaml: a line break between two lines of text folds to a space
+	// in a folded scalar, unless either line is more indented (starts with
+	// a space); empty lines between are line breaks.
+	pendingBreak, emptyLines, prevMoreIndented := false, 0, false
+	for b := j + 1; b < end; b++ {
 		bl := r.lines[b]
-		var text string
-		if bl.end-bl.start > ind {
-			text = s[bl.start+ind : bl.end]
-		}
-		if literal {
-			if b > first {
-				buf = append(buf, '\n')
-			}
-			buf = append(buf, text...)
+		if bl.end-bl.start <= ind {
+			emptyLines++
 			continue
 		}
-		if text != "" && text[0] == ' ' {
-			r.fail()
-			return nil
-		}
-		switch {
-		case b == k:
-		case text == "":
+		text := s[bl.start+ind : bl.end]
+		moreIndented := text[0] == ' '
+		if !literal && pendingBreak && !prevMoreIndented && !moreIndented {
+			if emptyLines == 0 {
+				buf = append(buf, ' ')
+			}
+		} else if pendingBreak {
 			buf = append(buf, '\n')
-		case !prevEmpty:
-			buf = append(buf, ' ')
+		}
+		for ; emptyLines > 0; emptyLines-- {
+			buf = append(buf, '\n')
 		}
 		buf = append(buf, text...)
-		prevEmpty = text == ""
+		pendingBreak, prevMoreIndented = true, moreIndented
 	}
 	if !strip {
 		buf = append(buf, '\n')
+	}
+	if keep {
+		for b := end; b < last; b++ {
+			if r.lines[b].end == len(s) {
+				r.fail()
+				return nil
+			}
+			buf = append(buf, '\n')
+		}
 	}
 	r.i = last
 	return unsafe.String(unsafe.SliceData(buf), len(buf))

@@ -228,7 +228,7 @@ func FuzzFastYAML(f *testing.F) {
 var fastYAMLCases = []string{
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace: b\ndata:\n  k: v\n",
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  script: |\n    #!/bin/sh\n    echo hi\n\n    exit 0\n  folded: >\n    one\n    two\n\n    three\n  stripped: |-\n    x\n  empty: |\n  next: v\n",
-	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: 'it''s'\n  b: \"q\\\"\\n\\t\\\\/\"\n  c: yes\n  d: 010\n  e: 1.5\n  f: 1e3\n  g: 0x1f\n  h: 2001-12-14\n  i: ~\n  j: -1\n  k: +1\n  l: .inf\n  m: 18446744073709551615\n  n: 1_000\n  o: -.5\n  p: <b>&\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: 'it''s'\n  b: \"q\\\"\\n\\t\\\\/\"\n  c: yes\n  d: 010\n  e: 1.5\n  f: 1e3\n  g: 0x1f\n  h: 2001-12-14\n  i: ~\n  j: -1\n  k: +1\n  l: .inf\n  m: 18446744073709551615\n  m: 1_000\n  o: -.5\n  p: <b>&\n",
 	"apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    args:\n    - --v=2\n    - -x\n    -   spaced: 1\n        more: 2\n    env: []\n    resources: {}\n  -\n    name: d\n",
 	"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n",
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n",
@@ -245,4 +245,8 @@ var fastYAMLCases = []string{
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  namespace:\n",
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: a: b\n",
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: \u2028x\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  a: >\n\n    x\n      more\n    y\n    z\n\n\n    w\n     \n  b: |+\n    x\n\n  c: >+\n    x\n\n\n  d: >-\n      indented\n    x\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  d: 010\n  e: 1.5\n  f: 1e3\n  g: 0x1f\n  h: 2001-12-14\n  j: -1\n  k: +1\n  m: 1_000\n  o: -.5\n  p: -0\n  q: 1e400x\n  r: [1, 2.5, -3, x, 'y', \"z\"]\n  s: +_1\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: |+\n    x\n\n",
+	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: |+\n    x\n  ",
 }
