@@ -250,3 +250,35 @@ var fastYAMLCases = []string{
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: |+\n    x\n\n",
 	"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  k: |+\n    x\n  ",
 }
+
+// TestFastYAMLDeclines: what the strict path refuses or only go-yaml
+// knows is never read by the fast reader, so its errors stay library-go's.
+func TestFastYAMLDeclines(t *testing.T) {
+	head := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
+	for name, doc := range map[string]string{
+		"duplicate key":      head + "data:\n  k: 1\n  k: 2\n",
+		"duplicate quoted":   head + "data:\n  k: 1\n  \"k\": 2\n",
+		"merge key":          head + "base: &b\n  x: 1\ndata:\n  <<: *b\n",
+		"quoted merge key":   head + "data:\n  \"<<\": {}\n",
+		"anchor":             head + "data: &a\n  k: v\n",
+		"alias":              head + "data:\n  k: *a\n",
+		"tag":                head + "data:\n  k: !!str 1\n",
+		"tab":                head + "data:\n\tk: v\n",
+		"flow mapping":       head + "data: {k: v}\n",
+		"nested flow":        head + "data:\n  k: [[1]]\n",
+		"boolean key":        head + "data:\n  yes: v\n",
+		"number key":         head + "data:\n  1: v\n",
+		"escape":             head + "data:\n  k: \"\\x41\"\n",
+		"indentation marker": head + "data:\n  k: |2\n    v\n",
+		"NEL":                head + "data:\n  k: a\u0085b\n",
+		"odd indentation":    head + "data:\n  k: v\n   l: w\n",
+		"no kind":            "apiVersion: v1\nmetadata:\n  name: a\n",
+		"name not a string":  "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: 1\n",
+		"namespace null":     head + "  namespace: ~\n",
+		"top-level list":     "- a\n",
+	} {
+		if _, ok := fastDocument([]byte(doc), true); ok {
+			t.Errorf("%s: the fast reader took\n%s", name, doc)
+		}
+	}
+}
