@@ -74,6 +74,13 @@ bench: build cluster-tools
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 	$(GO) run ./test/bench
 
+# Load + filter + graph of a payload beside the CVO's LoadUpdate + task
+# graph, in one run (test/cvobench, its own module; docs/benchmarks.md).
+# Set CVO_GIT to a local clone of openshift/cluster-version-operator.
+.PHONY: bench-load
+bench-load:
+	test/cvobench/run.sh
+
 # One run of each tool at 1000 manifests, for a quick look; writes no docs.
 .PHONY: bench-quick
 bench-quick: build cluster-tools

@@ -13,7 +13,28 @@ func BenchmarkOCPReal(b *testing.B) {
 		b.Skipf("the real payload %s is not available (%v); it sits beside the checkout in ../shared/payloads", ocpRealDir, err)
 	}
 	opts := DefaultLoadOptions()
+	b.Run("load", func(b *testing.B) {
+		defer SetParseCacheLimit(SetParseCacheLimit(0))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := LoadAll(ocpRealDir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("load-cached", func(b *testing.B) {
+		if _, _, err := LoadAll(ocpRealDir); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := LoadAll(ocpRealDir); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("load-filter-lint", func(b *testing.B) {
+		defer SetParseCacheLimit(SetParseCacheLimit(0))
 		b.ReportAllocs()
 		for b.Loop() {
 			all, findings, err := LoadAll(ocpRealDir)

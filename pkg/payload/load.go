@@ -162,7 +162,7 @@ func parseFiles(root *os.Root, files []string) ([]fileResult, error) {
 					readErrs[i] = err
 					continue
 				}
-				ms, fs := parseFile(files[i], data)
+				ms, fs := parseFileCached(files[i], data)
 				results[i] = fileResult{manifests: ms, findings: fs}
 			}
 		}()

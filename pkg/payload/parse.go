@@ -174,6 +174,13 @@ func contentLine(text []byte, first int) (int, bool) {
 // relative to the payload root. Problems are findings, never panics, and a
 // document that fails to parse does not stop the others.
 func parseFile(rel string, data []byte) ([]*Manifest, []Finding) {
+	return parseFileWith(rel, data, true)
+}
+
+// parseFileWith is parseFile with the fast YAML reader on or off (off:
+// every document takes the library-go path; the differential tests
+// compare the two).
+func parseFileWith(rel string, data []byte, fast bool) ([]*Manifest, []Finding) {
 	var findings []Finding
 	problem := func(line, col int, rule Rule, format string, args ...any) {
 		findings = append(findings, Finding{File: rel, Line: line, Column: col, Rule: rule, Severity: SeverityError, Message: fmt.Sprintf(format, args...)})
@@ -208,7 +215,13 @@ func parseFile(rel string, data []byte) ([]*Manifest, []Finding) {
 			problem(line, 1, RuleParseError, "the document is %d bytes, more than the %.1f MiB that etcd stores in one object", len(doc.text), float64(MaxObjectBytes)/(1<<20))
 			continue
 		}
-		parsed, err := parseDocument(doc.text)
+		var parsed []manifest.Manifest
+		var err error
+		if m, ok := fastDocument(doc.text, fast); ok {
+			parsed = []manifest.Manifest{m}
+		} else {
+			parsed, err = parseDocument(doc.text)
+		}
 		if err != nil {
 			l, c, rule, msg := describeParseError(err, doc, line)
 			problem(l, c, rule, "%s", msg)

@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +45,11 @@ func readFile(root *os.Root, name string) ([]byte, error) {
 		return nil, describeOpenError(name, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	// Read into a buffer of the size Stat gave, rather than let ReadAll
+	// double its way there (a payload load allocated twice its bytes).
+	buf := bytes.NewBuffer(make([]byte, 0, info.Size()+bytes.MinRead))
+	_, err = buf.ReadFrom(io.LimitReader(f, MaxFileBytes+1))
+	data := buf.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
