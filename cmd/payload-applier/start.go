@@ -124,6 +124,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
+	if soft := setMemoryLimitFromCgroup(os.DirFS("/")); soft > 0 {
+		klog.FromContext(cmd.Context()).Info("Go memory limit set below the container's", "GOMEMLIMIT", soft)
+	}
 	loadOpts, err := o.inclusion.loadOptions(cmd.Context())
 	if err != nil {
 		return withExitCode(exitUsage, err)

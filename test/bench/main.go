@@ -81,6 +81,9 @@ type options struct {
 	// operatorEnv is added to the environment of the operator whose RSS
 	// is measured, e.g. GOMEMLIMIT=100MiB.
 	operatorEnv []string
+	// operatorMemoryLimit, when set, runs the operator in a cgroup with
+	// this memory limit, as a container's limit would.
+	operatorMemoryLimit string
 }
 
 func main() {
@@ -108,6 +111,7 @@ func main() {
 		o.operatorEnv = append(o.operatorEnv, v)
 		return nil
 	})
+	flag.StringVar(&o.operatorMemoryLimit, "operator-memory-limit", "", "run the measured operator in a cgroup with this memory limit (e.g. 256Mi), as a container's; needs root")
 	flag.StringVar(&only, "tools", "", "comma-separated tools to run (default all): "+strings.Join(allTools, ","))
 	flag.Parse()
 	if *quick {

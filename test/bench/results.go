@@ -27,7 +27,12 @@ type realInfo struct {
 
 type rssInfo struct {
 	PeakMiB, FinalMiB, InstallSec, TotalSec float64
-	Manifests                               int
+	// AnonPeakMiB is the largest sampled RssAnon: heap and stacks, without
+	// the binary's file-backed pages.
+	AnonPeakMiB float64
+	Manifests   int
+	// MemoryLimit is the cgroup limit the operator ran under, if any.
+	MemoryLimit string `json:",omitempty"`
 }
 
 // results collects every sample and what the report says about the run.
