@@ -22,6 +22,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 type startOptions struct {
@@ -127,6 +128,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	if soft := setMemoryLimitFromCgroup(os.DirFS("/")); soft > 0 {
 		klog.FromContext(cmd.Context()).Info("Go memory limit set below the container's", "GOMEMLIMIT", soft)
 	}
+	// The operator keeps the releases it uses and drops the rest; the parse
+	// cache would keep an old release's objects alive after an update.
+	payload.SetParseCacheLimit(0)
 	loadOpts, err := o.inclusion.loadOptions(cmd.Context())
 	if err != nil {
 		return withExitCode(exitUsage, err)

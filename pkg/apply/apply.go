@@ -3,7 +3,6 @@ package apply
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
@@ -225,18 +224,12 @@ func desiredObject(m *payload.Manifest) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: withoutServerFields(m.Obj.DeepCopy().Object)}
 }
 
-func manifestHash(m *payload.Manifest) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write(m.Raw)
-	return h.Sum64()
-}
-
 // unchanged reports whether live already holds everything the manifest sets.
 func (e *Engine) unchanged(m *payload.Manifest, want, live *unstructured.Unstructured) bool {
 	e.appliedMu.Lock()
 	st, ok := e.applied[m.ID()]
 	e.appliedMu.Unlock()
-	if ok && st.hash == manifestHash(m) && st.resourceVersion == live.GetResourceVersion() {
+	if ok && st.hash == m.Hash() && st.resourceVersion == live.GetResourceVersion() {
 		return true
 	}
 	cmp := want.Object
@@ -253,7 +246,7 @@ func (e *Engine) remember(m *payload.Manifest, live *unstructured.Unstructured) 
 	}
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
-	e.applied[m.ID()] = appliedState{hash: manifestHash(m), resourceVersion: live.GetResourceVersion()}
+	e.applied[m.ID()] = appliedState{hash: m.Hash(), resourceVersion: live.GetResourceVersion()}
 }
 
 // warn records a warning Event when a recorder is configured.

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -344,8 +345,10 @@ func (o *Operator) imageFor(rel *payload.Release) string {
 // versionHash fingerprints the manifests a release applies.
 func versionHash(rel *payload.Release) string {
 	h := fnv.New64a()
+	var b [8]byte
 	for _, m := range rel.Manifests {
-		_, _ = h.Write(m.Raw)
+		binary.LittleEndian.PutUint64(b[:], m.Hash())
+		_, _ = h.Write(b[:])
 	}
 	return base64.URLEncoding.EncodeToString(h.Sum(nil))
 }

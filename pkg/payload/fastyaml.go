@@ -45,6 +45,9 @@ type fastReader struct {
 	failed bool
 	memo   map[string]any
 	why    string
+	// keys interns the mapping keys of the document: a CRD's schema
+	// repeats "type" and "description" thousands of times.
+	keys map[string]string
 }
 
 // readFastYAML reads one document into a JSON-shaped object, or reports
@@ -53,8 +56,10 @@ func readFastYAML(text []byte) (map[string]any, bool) {
 	if !fastYAMLCandidate(text) {
 		return nil, false
 	}
-	// The values point into the text, which a load never changes after
-	// reading it (findings point into it too): no copy of 10 MB of YAML.
+	// The reader works on the text without copying it; the strings it
+	// keeps are copied out (own), so the parsed object does not hold the
+	// whole file alive: the file's indentation, comments and repeated keys
+	// would cost a third more memory for as long as the release is held.
 	r := &fastReader{src: unsafe.String(unsafe.SliceData(text), len(text))}
 	lines := linePool.Get().(*[]fastLine)
 	defer func() {
@@ -167,6 +172,41 @@ func (r *fastReader) isSeqItem(j, col int) bool {
 	return p < l.end && r.src[p] == '-' && (p+1 == l.end || r.src[p+1] == ' ')
 }
 
+// inSource reports whether s points into the text being read.
+func (r *fastReader) inSource(s string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	base := uintptr(unsafe.Pointer(unsafe.StringData(r.src)))
+	p := uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return p >= base && p < base+uintptr(len(r.src))
+}
+
+// own returns v with a string that points into the text copied out of it;
+// other values (and strings the reader built) are already the object's own.
+func (r *fastReader) own(v any) any {
+	if str, ok := v.(string); ok && r.inSource(str) {
+		return strings.Clone(str)
+	}
+	return v
+}
+
+// ownKey returns key copied out of the text, once per distinct key.
+func (r *fastReader) ownKey(key string) string {
+	if !r.inSource(key) {
+		return key
+	}
+	if k, ok := r.keys[key]; ok {
+		return k
+	}
+	if r.keys == nil {
+		r.keys = map[string]string{}
+	}
+	k := strings.Clone(key)
+	r.keys[k] = k
+	return k
+}
+
 // parseMapping reads a block mapping whose keys sit at column indent; its
 // first key starts at offset pos of line j (after "- " for a mapping in a
 // sequence item).
@@ -182,7 +222,7 @@ func (r *fastReader) parseMapping(indent, j, pos int) map[string]any {
 			r.fail()
 			return nil
 		}
-		m[key] = r.parseValue(indent, j, after, true)
+		m[r.ownKey(key)] = r.own(r.parseValue(indent, j, after, true))
 		j = r.nextSignificant(r.i)
 		if j == len(r.lines) || r.lines[j].indent < indent {
 			break
@@ -550,7 +590,7 @@ func (r *fastReader) flowSequence(pos, end int) ([]any, int, bool) {
 			if !ok {
 				return nil, 0, false
 			}
-			seq = append(seq, v)
+			seq = append(seq, r.own(v))
 			i = e
 		default:
 			e := i
@@ -564,7 +604,7 @@ func (r *fastReader) flowSequence(pos, end int) ([]any, int, bool) {
 			if k == i || !plainStart(s, i, end) || s[i] == '-' && i+1 < end && !(s[i+1] >= '0' && s[i+1] <= '9') {
 				return nil, 0, false
 			}
-			seq = append(seq, r.resolvePlain(s[i:k]))
+			seq = append(seq, r.own(r.resolvePlain(s[i:k])))
 			i = e
 		}
 		for i < end && s[i] == ' ' {
@@ -609,7 +649,7 @@ func (r *fastReader) parseSequence(indent, j int) []any {
 		case pos < l.end && r.src[pos] != '#' && r.looksLikeKey(j, pos):
 			seq = append(seq, r.parseMapping(pos-l.start, j, pos))
 		default:
-			seq = append(seq, r.parseValue(indent, j, pos, false))
+			seq = append(seq, r.own(r.parseValue(indent, j, pos, false)))
 		}
 		j = r.nextSignificant(r.i)
 		if j == len(r.lines) || r.lines[j].indent < indent {

@@ -1,7 +1,9 @@
 package payload
 
 import (
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 
 	"github.com/openshift/library-go/pkg/manifest"
 )
@@ -71,6 +73,8 @@ type Manifest struct {
 	// used to point findings at an annotation rather than the document.
 	src     []byte
 	srcLine int
+	// rawHash is Raw's Hash once DropSource has dropped Raw.
+	rawHash uint64
 }
 
 // ID returns the object the manifest names.
@@ -126,13 +130,46 @@ type Release struct {
 }
 
 // DropSource forgets the documents' text, which only serves to point lint
-// findings at the line of a key, so that a caller that holds the release
-// for long, like the operator, keeps the parsed objects alone. Findings
-// made afterwards point at the start of their document.
+// findings at the line of a key, and their JSON copy (Raw), of which only
+// its hash is used once loaded, so that a caller that holds the release for
+// long, like the operator, keeps the parsed objects alone. Findings made
+// afterwards point at the start of their document.
 func (r *Release) DropSource() {
 	for _, m := range r.every() {
 		m.src = nil
+		if m.Raw != nil {
+			m.rawHash, m.Raw = hashRaw(m.Raw), nil
+		}
 	}
+}
+
+// Hash fingerprints the manifest's content (its JSON, Raw), also after
+// DropSource: whether a manifest changed between passes or releases.
+func (m *Manifest) Hash() uint64 {
+	if m.Raw == nil {
+		return m.rawHash
+	}
+	return hashRaw(m.Raw)
+}
+
+// Library returns the manifest as library-go's type, whose functions read
+// Raw: after DropSource, Raw is encoded again from the object.
+func (m *Manifest) Library() (manifest.Manifest, error) {
+	lm := m.Manifest
+	if lm.Raw == nil && lm.Obj != nil {
+		raw, err := json.Marshal(lm.Obj.Object)
+		if err != nil {
+			return manifest.Manifest{}, err
+		}
+		lm.Raw = raw
+	}
+	return lm, nil
+}
+
+func hashRaw(raw []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(raw)
+	return h.Sum64()
 }
 
 // Skipped is a manifest that an inclusion filter left out.

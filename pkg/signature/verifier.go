@@ -140,7 +140,11 @@ func FromRelease(release *payload.Release, opts Options) (*Verifier, error) {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	// Only its keyrings are used: lookup replaces the stores it builds.
-	lib, err := verify.NewFromManifests([]manifest.Manifest{m.Manifest}, opts.Limits.httpClientFor(nil))
+	lm, err := m.Library()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", m.Position(), err)
+	}
+	lib, err := verify.NewFromManifests([]manifest.Manifest{lm}, opts.Limits.httpClientFor(nil))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.Position(), err)
 	}
