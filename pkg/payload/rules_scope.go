@@ -15,8 +15,7 @@ var clusterScopedBuiltins = kindSet(
 	kindsOf("storage.k8s.io", "StorageClass", "CSIDriver", "CSINode", "VolumeAttachment", "VolumeAttributesClass"),
 	kindsOf("scheduling.k8s.io", "PriorityClass"),
 	kindsOf("node.k8s.io", "RuntimeClass"),
-	kindsOf("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
-		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"),
+	AdmissionKinds, // all cluster-scoped
 	kindsOf("certificates.k8s.io", "CertificateSigningRequest"),
 	kindsOf("networking.k8s.io", "IngressClass"),
 	kindsOf("flowcontrol.apiserver.k8s.io", "FlowSchema", "PriorityLevelConfiguration"),
