@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
+	"github.com/payload-applier/payload-applier/pkg/atomicfile"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -154,19 +154,8 @@ func writeOutput(w io.Writer, path string, data []byte) error {
 		_, err := w.Write(data)
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".update-graph-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	// 0600, the mode the output has always had (os.CreateTemp's).
+	return atomicfile.Write(path, data, 0o600)
 }
 
 func newValidateGraphCommand() *cobra.Command {

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/payload-applier/payload-applier/pkg/atomicfile"
 )
 
 // This file holds lint --fix: the fixes lint is sure of, written into the
@@ -159,7 +161,7 @@ func fixFile(all *Release, rel string, ms []*Manifest) ([]Change, error) {
 	if !fixVerified(rel, data, fixed, fixes) {
 		return nil, nil
 	}
-	if err := writeFileAtomic(name, fixed, info.Mode().Perm()); err != nil {
+	if err := atomicfile.Write(name, fixed, info.Mode().Perm()); err != nil {
 		return nil, err
 	}
 	return changes, nil
@@ -368,35 +370,6 @@ func fixVerified(rel string, original, fixed []byte, fixes []docFix) bool {
 	return true
 }
 
-// writeFileAtomic replaces name with data through a temporary file in the
-// same directory and a rename, so that a reader sees the old file or the
-// new one, never a part.
-func writeFileAtomic(name string, data []byte, perm fs.FileMode) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+".fix-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
-}
-
 // inclusionAnnotation reports whether key is read by an inclusion filter,
 // and so belongs on a delete manifest that must reach the same clusters.
 func inclusionAnnotation(key string) bool {
@@ -490,7 +463,7 @@ func fixOrphans(all *Release, opts FixOptions) ([]Change, error) {
 			out.Write(doc)
 			line += bytes.Count(doc, []byte("\n"))
 		}
-		if err := writeFileAtomic(filepath.Join(all.Dir, filepath.FromSlash(rel)), out.Bytes(), 0o644); err != nil {
+		if err := atomicfile.Write(filepath.Join(all.Dir, filepath.FromSlash(rel)), out.Bytes(), 0o644); err != nil {
 			return changes, err
 		}
 	}
