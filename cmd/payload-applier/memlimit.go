@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -38,7 +39,7 @@ func cgroupLimit(root fs.FS) (limit uint64, ok bool) {
 		switch {
 		case parts[0] == "0" && parts[1] == "":
 			v2, haveV2 = parts[2], true
-		case hasController(parts[1], "memory"):
+		case slices.Contains(strings.Split(parts[1], ","), "memory"):
 			v1, haveV1 = parts[2], true
 		}
 	}
@@ -55,15 +56,6 @@ func cgroupLimit(root fs.FS) (limit uint64, ok bool) {
 		}
 	}
 	return 0, false
-}
-
-func hasController(list, name string) bool {
-	for _, c := range strings.Split(list, ",") {
-		if c == name {
-			return true
-		}
-	}
-	return false
 }
 
 // smallestLimit walks from the cgroup at mount/cgroupPath up to mount and
