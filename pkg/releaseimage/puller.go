@@ -100,7 +100,28 @@ type FetchOptions struct {
 	// "os/arch[/variant]"; "" is this process's runtime.GOOS/GOARCH. The
 	// operator passes its cluster's.
 	Platform string
+	// Verify, when set, judges the release's digest (the index's, for a
+	// multi-architecture release) before anything of the image is read:
+	// nothing but the answer to a tag's HEAD is asked of the registry,
+	// and nothing is written to the cache, unless it returns nil. A
+	// cached release is judged too: the cache also holds releases that
+	// were read unverified.
+	Verify func(ctx context.Context, digest string) error
 }
+
+// VerificationError is a release whose digest FetchOptions.Verify
+// refused; nothing of it was read.
+type VerificationError struct {
+	Ref    string
+	Digest string
+	Err    error
+}
+
+func (e *VerificationError) Error() string {
+	return fmt.Sprintf("release image %s (%s) is not verified, nothing of it was read: %v", e.Ref, e.Digest, e.Err)
+}
+
+func (e *VerificationError) Unwrap() error { return e.Err }
 
 // Extracted is a release pulled into the cache.
 type Extracted struct {
@@ -154,6 +175,27 @@ type Puller struct {
 	// pulls serialize fetches of one digest, so that it is pulled once;
 	// striped by digest, so that their number stays bounded.
 	pulls [16]sync.Mutex
+	// pinned are digests eviction never drops; guarded by mu.
+	pinned map[string]bool
+}
+
+// Pin replaces the digests that eviction never drops, whatever
+// MaxReleases says: the operator pins the releases its history and spec
+// name, so that requests for other images cannot push the release the
+// cluster runs out of the cache. Prune still drops what keep leaves out.
+func (p *Puller) Pin(digests []string) error {
+	pinned := map[string]bool{}
+	for _, d := range digests {
+		h, err := v1.NewHash(d)
+		if err != nil {
+			return fmt.Errorf("pin: %q is not a digest: %w", d, err)
+		}
+		pinned[h.String()] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.pinned = pinned
+	return nil
 }
 
 // NewPuller checks cfg, creates the cache directory and drops what a
@@ -247,11 +289,13 @@ func (c *conn) nameOptions() []name.Option {
 	return []name.Option{name.StrictValidation}
 }
 
-// Fetch returns the release ref names, extracted into the cache. A digest
-// already cached is returned without asking the registry anything; a
-// tag is resolved to its digest first (the registry's answer to HEAD).
-// Everything read is checked against that digest, and nothing of a
-// release is in the cache until all of it is extracted.
+// Fetch returns the release ref names, extracted into the cache, in this
+// order: resolve (a tag to its digest, the registry's answer to HEAD),
+// verify the digest (opts.Verify), then read the manifest and blobs,
+// extract, and commit to the cache. A digest already cached is returned
+// without asking the registry anything. Everything read is checked
+// against the digest, and nothing of a release is in the cache until all
+// of it is extracted.
 func (p *Puller) Fetch(ctx context.Context, ref Ref, opts FetchOptions) (*Extracted, error) {
 	if ref.ref == nil {
 		return nil, errors.New("no release image reference")
@@ -280,6 +324,11 @@ func (p *Puller) Fetch(ctx context.Context, ref Ref, opts FetchOptions) (*Extrac
 	}
 	if hash.Algorithm != "sha256" {
 		return nil, fmt.Errorf("release image %s: only sha256 digests are supported, not %s", ref, hash.Algorithm)
+	}
+	if opts.Verify != nil {
+		if err := opts.Verify(ctx, digest); err != nil {
+			return nil, &VerificationError{Ref: ref.String(), Digest: digest, Err: err}
+		}
 	}
 
 	lock := &p.pulls[hash.Hex[0]%byte(len(p.pulls))]
@@ -475,7 +524,7 @@ func (p *Puller) evict(keep string) error {
 		if excess == 0 {
 			break
 		}
-		if e.digest == keep {
+		if e.digest == keep || p.pinned[e.digest] {
 			continue
 		}
 		if err := p.removeEntry(p.dir(e.digest)); err != nil {
