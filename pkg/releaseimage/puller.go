@@ -569,6 +569,18 @@ func (p *Puller) Cached(digest, platform string) (*Extracted, bool) {
 	return p.lookup(digest, pl.String())
 }
 
+// Drop takes digest's release out of the cache, as when what the cache
+// holds of it does not load: the next Fetch pulls it again.
+func (p *Puller) Drop(digest string) error {
+	h, err := v1.NewHash(digest)
+	if err != nil {
+		return fmt.Errorf("drop: %q is not a digest: %w", digest, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.removeEntry(p.dir(h.String()))
+}
+
 // Prune drops every cached release whose digest keep does not list, so
 // that the operator can keep only those its history still names. It
 // returns the digests it dropped.

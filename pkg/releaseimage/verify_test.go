@@ -110,3 +110,26 @@ func TestPinnedReleasesAreNeverEvicted(t *testing.T) {
 		t.Error("Pin accepted something that is not a digest")
 	}
 }
+
+// TestADroppedReleaseIsPulledAgain: Drop takes a release out of the
+// cache, and only a digest.
+func TestADroppedReleaseIsPulledAgain(t *testing.T) {
+	r := newTestRegistry(t)
+	ref := r.push(t, "ocp/release:1.0.0", imageOf(t, rawLayer(t, metadataEntries("1.0.0")...)))
+	p := newTestPuller(t, Config{})
+	if _, err := fetch(t, p, ref, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Drop(ref.Digest()); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Cached(ref.Digest(), ""); ok {
+		t.Error("a dropped release is still cached")
+	}
+	if e, err := fetch(t, p, ref, ""); err != nil || e.FromCache {
+		t.Errorf("fetch after Drop: %+v, %v; want it pulled again", e, err)
+	}
+	if err := p.Drop("../" + entryName(ref.Digest())); err == nil {
+		t.Error("Drop accepted a path")
+	}
+}
