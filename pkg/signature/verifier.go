@@ -61,9 +61,12 @@ type Limits struct {
 	// signs once decompressed. Default 64 KiB; an atomic container
 	// signature is a few hundred bytes.
 	MaxSignatureBytes int64
-	// MaxSignatures bounds the signatures one Verify examines, from every
-	// source together. Default 100; library-go reads at most 9 from each
-	// store, but a ConfigMap may hold any number.
+	// MaxSignatures bounds the signatures one Verify examines from each
+	// source: the cluster's ConfigMaps, and each store. A source that
+	// brings more is cut off there and the lookup goes on to the next, so
+	// one source cannot hide the others; in all, a Verify examines at most
+	// MaxSignatures times the sources. Default 100; library-go reads at most
+	// 9 from each store, but a ConfigMap may hold any number.
 	MaxSignatures int
 }
 
