@@ -43,7 +43,7 @@ func (l *lookup) Signatures(ctx context.Context, name, digest string, fn store.C
 	limits := l.v.opts.Limits
 	var sources []store.Store
 	if l.v.opts.ConfigMaps != nil {
-		configMaps := &bounded{Store: configmap.NewStore(l.v.opts.ConfigMaps, nil), where: l.configMapsWhere(), limits: limits}
+		configMaps := &bounded{Store: configmap.NewStore(l.v.opts.ConfigMaps, nil), where: l.configMapsWhere(), limits: limits, keyrings: l.v.keyrings}
 		sources = append(sources, &errorIsAnAnswer{Store: configMaps})
 	}
 	remote, clients := l.remoteStores(ctx)
@@ -96,7 +96,7 @@ func (l *lookup) remoteStores(ctx context.Context) ([]store.Store, []*http.Clien
 		client := limits.httpClientFor(roots)
 		c, _ := client()
 		clients = append(clients, c)
-		stores = append(stores, &bounded{Store: &sigstore.Store{URI: parsed, HTTPClient: client}, where: parsed.Redacted(), limits: limits})
+		stores = append(stores, &bounded{Store: &sigstore.Store{URI: parsed, HTTPClient: client}, where: parsed.Redacted(), limits: limits, keyrings: l.v.keyrings})
 	}
 	if len(l.v.opts.SignatureStores) == 0 {
 		for _, s := range l.v.stores {
@@ -192,14 +192,16 @@ var errTooMany = errors.New("too many signatures")
 // bounded passes on only the signatures of one source within the limits:
 // at most MaxSignatures of them, each and what it signs at most
 // MaxSignatureBytes. Past its budget the source ends with an error naming
-// it, where. library-go reads the signed content whole before it checks
+// it, where. A signature a key of keyrings made outside the key's lifetime
+// is refused here, as library-go would accept it. library-go reads the signed content whole before it checks
 // the signature, and OpenPGP content may be compressed, 32 levels deep, so
 // a small signature from an unauthenticated store could otherwise expand
 // without bound.
 type bounded struct {
 	store.Store
-	where  string
-	limits Limits
+	where    string
+	limits   Limits
+	keyrings []openpgp.EntityList
 }
 
 func (s *bounded) Signatures(ctx context.Context, name, digest string, fn store.Callback) error {
@@ -214,6 +216,9 @@ func (s *bounded) Signatures(ctx context.Context, name, digest string, fn store.
 			return false, fmt.Errorf("%s: %w: stopped after examining %d", s.where, errTooMany, s.limits.MaxSignatures)
 		}
 		if err := checkSize(signature, s.limits.MaxSignatureBytes); err != nil {
+			return fn(ctx, nil, err)
+		}
+		if err := checkKeyLifetime(signature, s.keyrings, s.limits.MaxSignatureBytes); err != nil {
 			return fn(ctx, nil, err)
 		}
 		return fn(ctx, signature, nil)
