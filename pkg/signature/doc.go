@@ -11,8 +11,9 @@
 // then in the stores, <store>/sha256=<hex>/signature-N; the ClusterVersion's
 // spec.signatureStores, when set, replace the release's stores. The
 // keyrings, the stores and the check of each signature are library-go's
-// pkg/verify; this package puts them in the CVO's order and bounds what a
-// store can make it read or wait for (Limits).
+// pkg/verify; this package puts them in the CVO's order, bounds what a
+// store can make it read or wait for (Limits), and refuses a signature
+// made outside its key's lifetime, which library-go does not check.
 //
 // Signing: Sign writes the atomic container signature of a digest as an
 // OpenPGP message, and AddToConfigMap, WriteToStore and

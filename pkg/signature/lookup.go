@@ -31,9 +31,10 @@ const (
 )
 
 // lookup finds a digest's signatures where the CVO does: the cluster's
-// ConfigMaps first, then the stores, all of them at once. It builds its
-// stores on each call, so that a signature ConfigMap or a CA created since
-// the last call counts at once.
+// ConfigMaps first, then the stores, all of them at once. Each source has
+// its own budget of Limits.MaxSignatures, so that one stuffed source cannot
+// hide the others. It builds its stores on each call, so that a signature
+// ConfigMap or a CA created since the last call counts at once.
 type lookup struct {
 	v *Verifier
 }
@@ -42,7 +43,8 @@ func (l *lookup) Signatures(ctx context.Context, name, digest string, fn store.C
 	limits := l.v.opts.Limits
 	var sources []store.Store
 	if l.v.opts.ConfigMaps != nil {
-		sources = append(sources, &listErrorIsAnAnswer{Store: configmap.NewStore(l.v.opts.ConfigMaps, nil)})
+		configMaps := &bounded{Store: configmap.NewStore(l.v.opts.ConfigMaps, nil), where: l.configMapsWhere(), limits: limits, keyrings: l.v.keyrings}
+		sources = append(sources, &errorIsAnAnswer{Store: configMaps})
 	}
 	remote, clients := l.remoteStores(ctx)
 	defer func() {
@@ -51,14 +53,17 @@ func (l *lookup) Signatures(ctx context.Context, name, digest string, fn store.C
 		}
 	}()
 	sources = append(sources, &parallel.Store{Stores: remote})
-	all := &bounded{Store: &serial.Store{Stores: sources}, limits: limits}
-	return all.Signatures(ctx, name, digest, fn)
+	return (&serial.Store{Stores: sources}).Signatures(ctx, name, digest, fn)
+}
+
+func (l *lookup) configMapsWhere() string {
+	return fmt.Sprintf("ConfigMaps in %s labelled %s", SignaturesNamespace, SignaturesLabel)
 }
 
 func (l *lookup) String() string {
 	var where []string
 	if l.v.opts.ConfigMaps != nil {
-		where = append(where, fmt.Sprintf("ConfigMaps in %s labelled %s", SignaturesNamespace, SignaturesLabel))
+		where = append(where, l.configMapsWhere())
 	}
 	var stores []string
 	if len(l.v.opts.SignatureStores) > 0 {
@@ -91,7 +96,7 @@ func (l *lookup) remoteStores(ctx context.Context) ([]store.Store, []*http.Clien
 		client := limits.httpClientFor(roots)
 		c, _ := client()
 		clients = append(clients, c)
-		stores = append(stores, &sigstore.Store{URI: parsed, HTTPClient: client})
+		stores = append(stores, &bounded{Store: &sigstore.Store{URI: parsed, HTTPClient: client}, where: parsed.Redacted(), limits: limits, keyrings: l.v.keyrings})
 	}
 	if len(l.v.opts.SignatureStores) == 0 {
 		for _, s := range l.v.stores {
@@ -155,14 +160,15 @@ func (s unusable) Signatures(ctx context.Context, _, _ string, fn store.Callback
 
 func (s unusable) String() string { return s.where + " (not used)" }
 
-// listErrorIsAnAnswer reports a failed List of the signature ConfigMaps as
-// one more answer instead of an error: library-go's serial store would stop
-// there, and the stores may still hold the signatures.
-type listErrorIsAnAnswer struct {
+// errorIsAnAnswer reports the failure of a source, a failed List of the
+// signature ConfigMaps or their cut-off, as one more answer instead of an
+// error: library-go's serial store would stop there, and the stores may
+// still hold the signatures.
+type errorIsAnAnswer struct {
 	store.Store
 }
 
-func (s *listErrorIsAnAnswer) Signatures(ctx context.Context, name, digest string, fn store.Callback) error {
+func (s *errorIsAnAnswer) Signatures(ctx context.Context, name, digest string, fn store.Callback) error {
 	var fromCallback error
 	err := s.Store.Signatures(ctx, name, digest, func(ctx context.Context, signature []byte, errIn error) (bool, error) {
 		done, err := fn(ctx, signature, errIn)
@@ -172,22 +178,30 @@ func (s *listErrorIsAnAnswer) Signatures(ctx context.Context, name, digest strin
 	if err == nil || fromCallback != nil || ctx.Err() != nil {
 		return err
 	}
-	_, err = fn(ctx, nil, fmt.Errorf("%s: %w", s.Store, err))
+	// A cut-off already names its source.
+	if !errors.Is(err, errTooMany) {
+		err = fmt.Errorf("%s: %w", s.Store, err)
+	}
+	_, err = fn(ctx, nil, err)
 	return err
 }
 
-// errTooMany stops a lookup that has examined Limits.MaxSignatures.
+// errTooMany ends a source that has brought Limits.MaxSignatures.
 var errTooMany = errors.New("too many signatures")
 
-// bounded passes on only the signatures within the limits: at most
-// MaxSignatures of them, each and what it signs at most MaxSignatureBytes.
-// library-go reads the signed content whole before it checks the
-// signature, and OpenPGP content may be compressed, 32 levels deep, so
+// bounded passes on only the signatures of one source within the limits:
+// at most MaxSignatures of them, each and what it signs at most
+// MaxSignatureBytes. Past its budget the source ends with an error naming
+// it, where. A signature a key of keyrings made outside the key's lifetime
+// is refused here, as library-go would accept it. library-go reads the signed content whole before it checks
+// the signature, and OpenPGP content may be compressed, 32 levels deep, so
 // a small signature from an unauthenticated store could otherwise expand
 // without bound.
 type bounded struct {
 	store.Store
-	limits Limits
+	where    string
+	limits   Limits
+	keyrings []openpgp.EntityList
 }
 
 func (s *bounded) Signatures(ctx context.Context, name, digest string, fn store.Callback) error {
@@ -199,9 +213,12 @@ func (s *bounded) Signatures(ctx context.Context, name, digest string, fn store.
 		}
 		seen++
 		if seen > s.limits.MaxSignatures {
-			return false, fmt.Errorf("%w: stopped after examining %d", errTooMany, s.limits.MaxSignatures)
+			return false, fmt.Errorf("%s: %w: stopped after examining %d", s.where, errTooMany, s.limits.MaxSignatures)
 		}
 		if err := checkSize(signature, s.limits.MaxSignatureBytes); err != nil {
+			return fn(ctx, nil, err)
+		}
+		if err := checkKeyLifetime(signature, s.keyrings, s.limits.MaxSignatureBytes); err != nil {
 			return fn(ctx, nil, err)
 		}
 		return fn(ctx, signature, nil)

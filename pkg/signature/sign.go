@@ -177,7 +177,7 @@ func PublicKey(key *openpgp.Entity) ([]byte, error) {
 
 // Fingerprint renders key's primary fingerprint as gpg prints it.
 func Fingerprint(key *openpgp.Entity) string {
-	return strings.ToUpper(fmt.Sprintf("%x", key.PrimaryKey.Fingerprint))
+	return fingerprint(key.PrimaryKey)
 }
 
 var sha256Digest = regexp.MustCompile(`^sha256:[a-f0-9]{64}$`)

@@ -14,6 +14,7 @@ import (
 	"github.com/openshift/library-go/pkg/manifest"
 	"github.com/openshift/library-go/pkg/verify"
 	"github.com/openshift/library-go/pkg/verify/store"
+	"golang.org/x/crypto/openpgp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -61,9 +62,12 @@ type Limits struct {
 	// signs once decompressed. Default 64 KiB; an atomic container
 	// signature is a few hundred bytes.
 	MaxSignatureBytes int64
-	// MaxSignatures bounds the signatures one Verify examines, from every
-	// source together. Default 100; library-go reads at most 9 from each
-	// store, but a ConfigMap may hold any number.
+	// MaxSignatures bounds the signatures one Verify examines from each
+	// source: the cluster's ConfigMaps, and each store. A source that
+	// brings more is cut off there and the lookup goes on to the next, so
+	// one source cannot hide the others; in all, a Verify examines at most
+	// MaxSignatures times the sources. Default 100; library-go reads at most
+	// 9 from each store, but a ConfigMap may hold any number.
 	MaxSignatures int
 }
 
@@ -110,7 +114,9 @@ type Verifier struct {
 	source string
 	// stores are the release's store-* URLs, by key, in key order.
 	stores []releaseStore
-	opts   Options
+	// keyrings are the release's keyrings, in name order.
+	keyrings []openpgp.EntityList
+	opts     Options
 	// verify is library-go's verifier over the keyrings, fed by lookup.
 	verify verify.Interface
 }
@@ -168,7 +174,16 @@ func FromRelease(release *payload.Release, opts Options) (*Verifier, error) {
 		v.stores = append(v.stores, releaseStore{key: key, url: u})
 	}
 	sort.Slice(v.stores, func(i, j int) bool { return v.stores[i].key < v.stores[j].key })
-	v.verify = verify.NewReleaseVerifier(lib.Verifiers(), &lookup{v: v})
+	keyrings := lib.Verifiers()
+	names := make([]string, 0, len(keyrings))
+	for name := range keyrings {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v.keyrings = append(v.keyrings, keyrings[name])
+	}
+	v.verify = verify.NewReleaseVerifier(keyrings, &lookup{v: v})
 	return v, nil
 }
 

@@ -525,6 +525,58 @@ func TestSignatureCountIsBounded(t *testing.T) {
 	refused(t, v.Verify(context.Background(), digestA), "too many signatures: stopped after examining 5")
 }
 
+// TestOneSourceOverItsBudgetDoesNotHideTheOthers: a ConfigMap stuffed with
+// more signatures than one source may bring ends that source only; the
+// store is still read, and its good signature verifies.
+func TestOneSourceOverItsBudgetDoesNotHideTheOthers(t *testing.T) {
+	alice := signaturetest.MakeKey(t, "alice", "")
+	bob := signaturetest.MakeKey(t, "bob", "")
+	// The release does not trust bob: each of these is examined, and fails.
+	untrusted := signedBy(t, bob, digestA)
+	stuffing := make([][]byte, 101)
+	for i := range stuffing {
+		stuffing[i] = untrusted
+	}
+	client := cluster(t, &trace{}, signatureConfigMap(t, digestA, stuffing...))
+
+	t.Run("a good signature in the store verifies", func(t *testing.T) {
+		store := newSigStore(t, "store", &trace{})
+		store.add(t, digestA, signedBy(t, alice, digestA))
+		v := newVerifier(t, signaturetest.Release(t, signaturetest.VerifierFor(t, []string{store.URL}, alice)),
+			signature.Options{ConfigMaps: client.CoreV1()})
+		if err := v.Verify(context.Background(), digestA); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("without one, the refusal says the ConfigMaps were cut off", func(t *testing.T) {
+		store := newSigStore(t, "store", &trace{})
+		v := newVerifier(t, signaturetest.Release(t, signaturetest.VerifierFor(t, []string{store.URL}, alice)),
+			signature.Options{ConfigMaps: client.CoreV1()})
+		refused(t, v.Verify(context.Background(), digestA),
+			"ConfigMaps in openshift-config-managed labelled release.openshift.io/verification-signatures: too many signatures: stopped after examining 100")
+		if len(store.requests()) == 0 {
+			t.Error("the store was not asked after the ConfigMaps were cut off")
+		}
+	})
+
+	t.Run("a store over its budget is named, and does not hide another store", func(t *testing.T) {
+		stuffed := newSigStore(t, "stuffed", &trace{})
+		for i := 0; i < 3; i++ {
+			stuffed.add(t, digestA, untrusted)
+		}
+		good := newSigStore(t, "good", &trace{})
+		good.add(t, digestA, signedBy(t, alice, digestA))
+		opts := signature.Options{Limits: signature.Limits{MaxSignatures: 2}}
+		v := newVerifier(t, signaturetest.Release(t, signaturetest.VerifierFor(t, []string{stuffed.URL, good.URL}, alice)), opts)
+		if err := v.Verify(context.Background(), digestA); err != nil {
+			t.Fatal(err)
+		}
+		v = newVerifier(t, signaturetest.Release(t, signaturetest.VerifierFor(t, []string{stuffed.URL}, alice)), opts)
+		refused(t, v.Verify(context.Background(), digestA), stuffed.URL+": too many signatures: stopped after examining 2")
+	})
+}
+
 func TestAListErrorDoesNotStopTheStores(t *testing.T) {
 	alice := signaturetest.MakeKey(t, "alice", "")
 	store := newSigStore(t, "store", &trace{})

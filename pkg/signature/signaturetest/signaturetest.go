@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -84,9 +85,45 @@ func Run(home string, stdin []byte, args ...string) (stdout, stderr []byte, err 
 // library-go verifies with, cannot read EdDSA keys.
 func MakeKey(t testing.TB, name, passphrase string) *Key {
 	t.Helper()
+	return makeKey(t, name, passphrase, KeyOptions{})
+}
+
+// KeyOptions shape a key MakeKeyWith makes.
+type KeyOptions struct {
+	// Created is when gpg makes the key (--faked-system-time); zero: now.
+	Created time.Time
+	// Expires is the key's lifetime as gpg reads it, "1d" say; "" never.
+	Expires string
+	// SigningSubkey makes a primary key that only certifies and never
+	// expires, and a subkey, created with it, that signs and expires as
+	// Expires says.
+	SigningSubkey bool
+}
+
+// MakeKeyWith has gpg make an RSA key for name, without passphrase, as
+// opts say.
+func MakeKeyWith(t testing.TB, name string, opts KeyOptions) *Key {
+	t.Helper()
+	return makeKey(t, name, "", opts)
+}
+
+func makeKey(t testing.TB, name, passphrase string, opts KeyOptions) *Key {
+	t.Helper()
 	home := NewHome(t)
 	uid := fmt.Sprintf("%s <%s@example.com>", name, name)
-	GPG(t, home, nil, "--passphrase", passphrase, "--quick-gen-key", uid, "rsa2048", "sign", "never")
+	var at []string
+	if !opts.Created.IsZero() {
+		at = []string{"--faked-system-time", fmt.Sprint(opts.Created.Unix())}
+	}
+	expires := opts.Expires
+	if expires == "" {
+		expires = "never"
+	}
+	usage, primaryExpires := "sign", expires
+	if opts.SigningSubkey {
+		usage, primaryExpires = "cert", "never"
+	}
+	GPG(t, home, nil, append(at, "--passphrase", passphrase, "--quick-gen-key", uid, "rsa2048", usage, primaryExpires)...)
 	k := &Key{Name: name, Home: home}
 	for _, line := range strings.Split(string(GPG(t, home, nil, "--with-colons", "--list-secret-keys", uid)), "\n") {
 		if fields := strings.Split(line, ":"); len(fields) > 9 && fields[0] == "fpr" {
@@ -96,6 +133,9 @@ func MakeKey(t testing.TB, name, passphrase string) *Key {
 	}
 	if k.Fingerprint == "" {
 		t.Fatalf("gpg listed no fingerprint for %s", uid)
+	}
+	if opts.SigningSubkey {
+		GPG(t, home, nil, append(at, "--passphrase", passphrase, "--quick-add-key", k.Fingerprint, "rsa2048", "sign", expires)...)
 	}
 	k.Public = GPG(t, home, nil, "--armor", "--export", k.Fingerprint)
 	k.Secret = GPG(t, home, nil, "--passphrase", passphrase, "--armor", "--export-secret-keys", k.Fingerprint)
@@ -116,6 +156,28 @@ func (k *Key) Sign(t testing.TB, claim signature.Claim) []byte {
 	key, err := signature.ReadSigningKey(k.Secret, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	sig, err := signature.Sign(key, claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
+// SignIgnoringExpiry signs claim with k as a tool that ignores k's expiry
+// would, at claim.Time: x/crypto/openpgp passes over an expired subkey.
+// Only the signer's copy of k forgets its expiry; k.Public keeps it.
+func (k *Key) SignIgnoringExpiry(t testing.TB, claim signature.Claim) []byte {
+	t.Helper()
+	key, err := signature.ReadSigningKey(k.Secret, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range key.Identities {
+		id.SelfSignature.KeyLifetimeSecs = nil
+	}
+	for _, sub := range key.Subkeys {
+		sub.Sig.KeyLifetimeSecs = nil
 	}
 	sig, err := signature.Sign(key, claim)
 	if err != nil {
