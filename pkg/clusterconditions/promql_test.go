@@ -179,7 +179,7 @@ func TestPromQLHugeResponseFails(t *testing.T) {
 			}}
 			p, _ := newTestPromQL(t, fake, PromQLConfig{})
 			_, err := p.Match(context.Background(), promqlRule("huge"))
-			checkErr(t, err, "over 1048576 bytes")
+			checkErr(t, err, "over the 1048576-byte limit of a Prometheus response")
 		})
 	}
 }

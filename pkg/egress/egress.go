@@ -47,7 +47,8 @@ func (e *RedirectError) Unwrap() error { return e.Err }
 
 // BodyTooLargeError is an answer over a Policy's MaxBody.
 type BodyTooLargeError struct {
-	// URL is the request's, without its userinfo password.
+	// URL is the request's without its query, which may be long (a
+	// PromQL query), or its userinfo password.
 	URL string
 	// Answer names what the limit bounds, as "a signature".
 	Answer string
@@ -228,7 +229,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || t.maxBody <= 0 {
 		return resp, err
 	}
-	tooLarge := &BodyTooLargeError{URL: req.URL.Redacted(), Answer: t.answer, Limit: t.maxBody, Length: -1}
+	tooLarge := &BodyTooLargeError{URL: withoutQuery(req.URL), Answer: t.answer, Limit: t.maxBody, Length: -1}
 	if req.Method != http.MethodHead && resp.StatusCode/100 == 2 && resp.ContentLength > t.maxBody {
 		resp.Body.Close()
 		tooLarge.Length = resp.ContentLength
@@ -243,6 +244,12 @@ func (t *transport) CloseIdleConnections() {
 	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+func withoutQuery(u *url.URL) string {
+	short := *u
+	short.RawQuery, short.ForceQuery, short.Fragment, short.RawFragment = "", false, "", ""
+	return short.Redacted()
 }
 
 // firstHop follows a redirect hop back to the request that began it.
