@@ -93,7 +93,7 @@ func NewPromQL(cfg PromQLConfig) (*PromQL, error) {
 		}
 		p.url = u
 	}
-	p.transport = newTransport(cfg.CAFile, cfg.TokenFile, MaxResponseBytes)
+	p.transport = newTransport(p.url, cfg.CAFile, cfg.TokenFile, MaxResponseBytes)
 	clk := cfg.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
@@ -166,11 +166,11 @@ func (p *PromQL) query(ctx context.Context, query string) (bool, error) {
 }
 
 func (p *PromQL) queryOnce(ctx context.Context, query string) (bool, error) {
-	rt, err := p.transport.roundTripper()
+	hc, err := p.transport.queryClient()
 	if err != nil {
 		return false, err
 	}
-	client, err := api.NewClient(api.Config{Address: p.url.String(), RoundTripper: rt})
+	client, err := api.NewClient(api.Config{Address: p.url.String(), Client: hc})
 	if err != nil {
 		return false, err
 	}

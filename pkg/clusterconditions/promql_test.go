@@ -179,7 +179,7 @@ func TestPromQLHugeResponseFails(t *testing.T) {
 			}}
 			p, _ := newTestPromQL(t, fake, PromQLConfig{})
 			_, err := p.Match(context.Background(), promqlRule("huge"))
-			checkErr(t, err, "over 1048576 bytes")
+			checkErr(t, err, "over the 1048576-byte limit of a Prometheus response")
 		})
 	}
 }
@@ -348,5 +348,51 @@ payload_applier_risk_queries_total{result="match"} 1
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "payload_applier_risk_queries_total"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestPromQLTokenStaysWithThePrometheusURL: a Prometheus that redirects
+// the query to another host gets it answered there without the token, and
+// one that redirects to plain http is refused.
+func TestPromQLTokenStaysWithThePrometheusURL(t *testing.T) {
+	elsewhere := &fakePrometheus{answer: fixedAnswer(200, vector("1"))}
+	other := httptest.NewTLSServer(elsewhere)
+	defer other.Close()
+	plainFake := &fakePrometheus{answer: fixedAnswer(200, vector("1"))}
+	plain := httptest.NewServer(plainFake)
+	defer plain.Close()
+	dir := t.TempDir()
+	caFile, tokenFile := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "token")
+	if err := os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: other.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokenFile, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{other.URL, plain.URL} {
+		fake := &fakePrometheus{answer: func(w http.ResponseWriter, r *http.Request, _ string) {
+			http.Redirect(w, r, target+r.URL.RequestURI(), http.StatusFound)
+		}}
+		srv := httptest.NewTLSServer(fake)
+		defer srv.Close()
+		p, err := NewPromQL(PromQLConfig{URL: srv.URL, CAFile: caFile, TokenFile: tokenFile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = p.Match(context.Background(), promqlRule("up"))
+		if target == plain.URL {
+			checkErr(t, err, "may not redirect to plain http")
+		} else if err != nil {
+			t.Errorf("a redirect to another host: %v", err)
+		}
+		if strings.Join(fake.authz, ",") != "Bearer secret" {
+			t.Errorf("the Prometheus URL got Authorization %q, want the token", fake.authz)
+		}
+	}
+	if strings.Join(elsewhere.authz, ",") != "" || len(elsewhere.authz) != 1 {
+		t.Errorf("the other host got Authorization %q, want one query without", elsewhere.authz)
+	}
+	if len(plainFake.authz) != 0 {
+		t.Errorf("the plain http server got %d queries", len(plainFake.authz))
 	}
 }

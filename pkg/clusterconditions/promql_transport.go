@@ -3,42 +3,45 @@ package clusterconditions
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
+
+	"github.com/payload-applier/payload-applier/pkg/egress"
 )
 
 // maxFileBytes bounds the CA and token files read for each query.
 const maxFileBytes = 1 << 20
 
-// transport carries PromQL queries: TLS verified with the CA file, rebuilt
-// when that file changes, the bearer token read from its file for every
-// request, and responses bounded.
+// transport builds the clients of PromQL queries: TLS verified with the
+// CA file, rebuilt when that file changes; the bearer token read from its
+// file for every request and sent to the Prometheus URL's origin only,
+// never across a redirect to another host or to plain http; responses
+// bounded.
 type transport struct {
+	origin            *url.URL // the Prometheus URL; nil: none configured
 	caFile, tokenFile string
 	maxBody           int64
 
-	mu   sync.Mutex
-	ca   []byte // the CA file's content that base trusts
-	base *http.Transport
+	mu     sync.Mutex
+	ca     []byte // the CA file's content that client trusts
+	client *http.Client
 }
 
-func newTransport(caFile, tokenFile string, maxBody int64) *transport {
-	return &transport{caFile: caFile, tokenFile: tokenFile, maxBody: maxBody}
+func newTransport(origin *url.URL, caFile, tokenFile string, maxBody int64) *transport {
+	return &transport{origin: origin, caFile: caFile, tokenFile: tokenFile, maxBody: maxBody}
 }
 
-// roundTripper returns the round tripper for the next query.
-func (t *transport) roundTripper() (http.RoundTripper, error) {
+// queryClient returns the client for the next query.
+func (t *transport) queryClient() (*http.Client, error) {
 	var ca []byte
 	if t.caFile != "" {
 		var err error
@@ -48,88 +51,45 @@ func (t *transport) roundTripper() (http.RoundTripper, error) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.base == nil || !bytes.Equal(ca, t.ca) {
-		tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-		if ca != nil {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(ca) {
-				return nil, fmt.Errorf("the Prometheus CA file %s holds no PEM certificate", t.caFile)
-			}
-			tlsConfig.RootCAs = pool
-		}
-		if t.base != nil {
-			t.base.CloseIdleConnections()
-		}
-		t.base = &http.Transport{
-			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-			TLSClientConfig:       tlsConfig,
-			TLSHandshakeTimeout:   10 * time.Second,
-			MaxIdleConns:          1,
-			IdleConnTimeout:       time.Minute,
-			ResponseHeaderTimeout: time.Minute,
-		}
-		t.ca = ca
+	if t.client != nil && bytes.Equal(ca, t.ca) {
+		return t.client, nil
 	}
-	return &authorized{t: t, base: t.base}, nil
+	policy := egress.Policy{
+		DialTimeout:           10 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: time.Minute,
+		MaxBody:               t.maxBody,
+		Answer:                "a Prometheus response",
+	}
+	if ca != nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, fmt.Errorf("the Prometheus CA file %s holds no PEM certificate", t.caFile)
+		}
+		policy.RootCAs = pool
+	}
+	if t.tokenFile != "" && t.origin != nil {
+		policy.Credentials = &egress.Credentials{Origin: t.origin, Apply: t.authorize}
+	}
+	if t.client != nil {
+		t.client.CloseIdleConnections()
+	}
+	t.client, t.ca = policy.Client(), ca
+	return t.client, nil
 }
 
-// authorized adds the token and bounds the response of each request.
-type authorized struct {
-	t    *transport
-	base http.RoundTripper
-}
-
-func (a *authorized) RoundTrip(req *http.Request) (*http.Response, error) {
-	if a.t.tokenFile != "" {
-		token, err := readBounded(a.t.tokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read the Prometheus token file: %w", err)
-		}
-		tok := strings.TrimSpace(string(token))
-		if tok == "" {
-			return nil, fmt.Errorf("the Prometheus token file %s is empty", a.t.tokenFile)
-		}
-		req = req.Clone(req.Context())
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	resp, err := a.base.RoundTrip(req)
+// authorize adds the token, read again for each request since it rotates.
+func (t *transport) authorize(req *http.Request) error {
+	token, err := readBounded(t.tokenFile)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("read the Prometheus token file: %w", err)
 	}
-	if resp.ContentLength > a.t.maxBody {
-		resp.Body.Close()
-		return nil, fmt.Errorf("%w (over %d bytes: %d)", errResponseTooLarge, a.t.maxBody, resp.ContentLength)
+	tok := strings.TrimSpace(string(token))
+	if tok == "" {
+		return fmt.Errorf("the Prometheus token file %s is empty", t.tokenFile)
 	}
-	resp.Body = &boundedBody{ReadCloser: resp.Body, limit: a.t.maxBody, left: a.t.maxBody}
-	return resp, nil
-}
-
-// boundedBody fails a read past its limit rather than truncating the
-// response, so that the error says why.
-type boundedBody struct {
-	io.ReadCloser
-	limit, left int64
-}
-
-var errResponseTooLarge = errors.New("the Prometheus response is too large")
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		// A last byte past the limit tells a full body from an oversized one.
-		var one [1]byte
-		n, err := b.ReadCloser.Read(one[:])
-		if n > 0 {
-			return 0, fmt.Errorf("%w (over %d bytes)", errResponseTooLarge, b.limit)
-		}
-		return 0, err
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	return n, err
+	req.Header.Set("Authorization", "Bearer "+tok)
+	return nil
 }
 
 func readBounded(path string) ([]byte, error) {

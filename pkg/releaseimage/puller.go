@@ -2,11 +2,9 @@ package releaseimage
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -226,40 +224,6 @@ func NewPuller(cfg Config) (*Puller, error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// newTransport bounds each step of a request, so that a registry that
-// stops answering fails the try instead of hanging it; ctx bounds the
-// whole fetch.
-func newTransport(cfg Registry) http.RoundTripper {
-	base := cfg.Transport
-	if base == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.DialContext = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-		t.TLSHandshakeTimeout = 10 * time.Second
-		t.ResponseHeaderTimeout = time.Minute
-		if cfg.Insecure {
-			t.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} // only when insecure registries are asked for
-		}
-		base = t
-	}
-	return plainHTTPGuard{next: base, insecure: cfg.Insecure}
-}
-
-// plainHTTPGuard refuses plain HTTP to a registry off loopback unless
-// insecure registries were asked for. go-containerregistry itself tries
-// plain HTTP for private-network addresses, which a cluster's registry
-// often has; a release must not be read unauthenticated by accident.
-type plainHTTPGuard struct {
-	next     http.RoundTripper
-	insecure bool
-}
-
-func (g plainHTTPGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Scheme == "http" && !g.insecure && !isLoopbackHost(req.URL.Host) {
-		return nil, fmt.Errorf("plain HTTP to %s refused: the registry is not on loopback; use --insecure-registry to allow it", req.URL.Host)
-	}
-	return g.next.RoundTrip(req)
 }
 
 func (c *conn) options(ctx context.Context, platform v1.Platform) []remote.Option {

@@ -76,6 +76,10 @@ func Parse(r io.Reader) (*Graph, error) {
 	if in.n > MaxGraphBytes {
 		return nil, fmt.Errorf("the graph is larger than %d MiB", MaxGraphBytes>>20)
 	}
+	if err != nil && in.err != nil {
+		// What failed the read, not the JSON it left unfinished.
+		return nil, fmt.Errorf("read the graph: %w", in.err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -83,13 +87,17 @@ func Parse(r io.Reader) (*Graph, error) {
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	err error // the first read error other than io.EOF
 }
 
 func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += int64(n)
+	if err != nil && err != io.EOF && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }
 

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/payload-applier/payload-applier/pkg/egress"
 )
 
 // Reasons of RetrievedUpdates=False, as the CVO names them.
@@ -72,7 +74,8 @@ func (s FileSource) Graph(context.Context, string, string) (*Graph, error) {
 // HTTPSource queries a Cincinnati server: GET URL?channel=C&version=V.
 type HTTPSource struct {
 	URL string
-	// Client defaults to one with a 30s timeout per request.
+	// Client defaults to ClientPolicy's. Any client refuses a redirect
+	// from https to plain http.
 	Client *http.Client
 	// Backoff paces the attempts; default 3 attempts, 1s apart then 2s.
 	Backoff *wait.Backoff
@@ -91,12 +94,12 @@ func (s HTTPSource) Graph(ctx context.Context, channel, version string) (*Graph,
 	q.Set("channel", channel)
 	q.Set("version", version)
 	u.RawQuery = q.Encode()
-	client := &http.Client{Timeout: 30 * time.Second}
+	client := ClientPolicy().Client()
 	if s.Client != nil {
 		c := *s.Client
 		client = &c
+		client.CheckRedirect = egress.CheckRedirect(client.CheckRedirect)
 	}
-	client.CheckRedirect = noDowngrade(client.CheckRedirect)
 	backoff := wait.Backoff{Steps: 3, Duration: time.Second, Factor: 2}
 	if s.Backoff != nil {
 		backoff = *s.Backoff
@@ -120,26 +123,12 @@ func (s HTTPSource) Graph(ctx context.Context, channel, version string) (*Graph,
 	return g, nil
 }
 
-// errDowngrade is a redirect from https to plain http.
-var errDowngrade = errors.New("an https upstream may not redirect to plain http")
-
-// noDowngrade wraps a redirect policy (nil: net/http's, at most 10) so
-// that it refuses a redirect from https to http: the graph names the
-// payloads a cluster may run, and plain http lets anyone on the path
-// rewrite it.
-func noDowngrade(policy func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
-	return func(req *http.Request, via []*http.Request) error {
-		if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-			return fmt.Errorf("redirect to %s refused: %w", req.URL.Redacted(), errDowngrade)
-		}
-		if policy != nil {
-			return policy(req, via)
-		}
-		if len(via) >= 10 {
-			return errors.New("stopped after 10 redirects")
-		}
-		return nil
-	}
+// ClientPolicy is the policy of HTTPSource's default client: a request
+// may take 30s, and its answer MaxGraphBytes. The graph names the
+// payloads a cluster may run, so a redirect to plain http, where anyone
+// on the path could rewrite it, is refused.
+func ClientPolicy() egress.Policy {
+	return egress.Policy{Timeout: 30 * time.Second, MaxBody: MaxGraphBytes, Answer: "an update graph"}
 }
 
 // get makes one request; retry says whether a failure may pass.
@@ -150,9 +139,13 @@ func (s HTTPSource) get(ctx context.Context, client *http.Client, target string)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := client.Do(req)
-	if err != nil {
+	var tooLarge *egress.BodyTooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, false, &Error{Reason: ReasonResponseInvalid, Err: tooLarge}
+	case err != nil:
 		// A refused redirect is the upstream's answer, not a network failure.
-		return nil, !errors.Is(err, errDowngrade), &Error{Reason: ReasonRemoteFailed, Err: fmt.Errorf("query %s: %w", s.URL, err)}
+		return nil, !errors.Is(err, egress.ErrDowngrade), &Error{Reason: ReasonRemoteFailed, Err: fmt.Errorf("query %s: %w", s.URL, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -160,6 +153,9 @@ func (s HTTPSource) get(ctx context.Context, client *http.Client, target string)
 		return nil, retry, &Error{Reason: ReasonRemoteFailed, Err: fmt.Errorf("query %s: %s", s.URL, resp.Status)}
 	}
 	g, err := Parse(resp.Body)
+	if errors.As(err, &tooLarge) {
+		return nil, false, &Error{Reason: ReasonResponseInvalid, Err: tooLarge}
+	}
 	if err != nil {
 		return nil, false, &Error{Reason: ReasonResponseInvalid, Err: fmt.Errorf("answer of %s: %w", s.URL, err)}
 	}

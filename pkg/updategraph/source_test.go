@@ -2,6 +2,8 @@ package updategraph
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/payload-applier/payload-applier/pkg/egress"
 )
 
 const smallGraph = `{"nodes": [{"version": "1.0.0", "payload": "r:1.0.0"}, {"version": "1.0.1", "payload": "r:1.0.1"}], "edges": [[0, 1]]}`
@@ -127,5 +131,44 @@ func TestHTTPSourceRefusesARedirectToPlainHTTP(t *testing.T) {
 	defer hop.Close()
 	if _, err := (HTTPSource{URL: hop.URL, Client: target.Client()}).Graph(context.Background(), "stable-1", "1.0.0"); err != nil {
 		t.Errorf("https to https: %v", err)
+	}
+}
+
+// TestHTTPSourceRefusesAnOversizedAnswer: an answer over the limit is
+// invalid, not retried, and the error names the limit, whether the answer
+// declares its length or is found over it while read.
+func TestHTTPSourceRefusesAnOversizedAnswer(t *testing.T) {
+	small := ClientPolicy()
+	small.MaxBody = 1000
+	for _, tc := range []struct {
+		name   string
+		client *http.Client
+		length string
+		want   string
+	}{
+		{"declared", nil, fmt.Sprint(MaxGraphBytes + 1), fmt.Sprintf("over the %d-byte limit of an update graph (it declares %d bytes)", MaxGraphBytes, MaxGraphBytes+1)},
+		{"read", small.Client(), "", "over the 1000-byte limit of an update graph"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var requests atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				if tc.length != "" {
+					w.Header().Set("Content-Length", tc.length)
+				}
+				w.WriteHeader(http.StatusOK)
+				w.(http.Flusher).Flush() // without a length, the body is chunked
+				_, _ = w.Write([]byte(`{"nodes": [` + strings.Repeat(" ", 2000)))
+			}))
+			defer srv.Close()
+			_, err := HTTPSource{URL: srv.URL, Client: tc.client, Backoff: quick}.Graph(context.Background(), "c", "1.0.0")
+			var tooLarge *egress.BodyTooLargeError
+			if ReasonOf(err) != ReasonResponseInvalid || !errors.As(err, &tooLarge) || !strings.Contains(fmt.Sprint(err), tc.want) {
+				t.Errorf("got %v (reason %s), want ResponseInvalid and a BodyTooLargeError: %q", err, ReasonOf(err), tc.want)
+			}
+			if requests.Load() != 1 {
+				t.Errorf("%d requests, want 1", requests.Load())
+			}
+		})
 	}
 }
