@@ -113,19 +113,40 @@ type PackOptions struct {
 	Created time.Time
 }
 
-// Pack validates the payload in dir as `apply` would load it and builds
-// its release image: one layer holding release-manifests/ (and
-// manifests/, for a payload in the CVO layout that has one), the version
-// in the io.openshift.release label. A payload that does not load is
-// refused with the loader's error.
+// Packed is a release image Pack built, and what of the payload
+// directory it left out.
+type Packed struct {
+	Image   v1.Image
+	Release *payload.Release
+	// Skipped lists, relative to the payload directory and sorted, what
+	// the directories read hold that the loader does not read: left out
+	// of the image (a kubeconfig or an .env beside the manifests is
+	// never published). A subdirectory ends in "/".
+	Skipped []string
+}
+
+// Pack is PackRelease without the list of what was left out.
 func Pack(dir string, opts PackOptions) (v1.Image, *payload.Release, error) {
-	rel, err := payload.Load(dir, payload.DefaultLoadOptions())
+	p, err := PackRelease(dir, opts)
 	if err != nil {
 		return nil, nil, err
 	}
-	files, err := payloadFiles(dir)
+	return p.Image, p.Release, nil
+}
+
+// PackRelease validates the payload in dir as `apply` would load it and
+// builds its release image: one layer holding what the loader reads of
+// release-manifests/ (and manifests/, for a payload in the CVO layout
+// that has one), the version in the io.openshift.release label. A
+// payload that does not load is refused with the loader's error.
+func PackRelease(dir string, opts PackOptions) (*Packed, error) {
+	rel, err := payload.Load(dir, payload.DefaultLoadOptions())
 	if err != nil {
-		return nil, nil, err
+		return nil, err
+	}
+	files, skipped, err := payloadFiles(dir)
+	if err != nil {
+		return nil, err
 	}
 	arch := opts.Architecture
 	if arch == "" {
@@ -133,7 +154,7 @@ func Pack(dir string, opts PackOptions) (v1.Image, *payload.Release, error) {
 	}
 	layer, err := NewLayer(files, opts.Created)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	img, err := NewImage(layer, v1.ConfigFile{
 		Architecture: arch,
@@ -141,26 +162,58 @@ func Pack(dir string, opts PackOptions) (v1.Image, *payload.Release, error) {
 		Config:       v1.Config{Labels: map[string]string{ReleaseLabel: rel.Version}},
 	}, opts.Created, "payload-applier release pack")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return img, rel, nil
+	return &Packed{Image: img, Release: rel, Skipped: skipped}, nil
 }
 
-// payloadFiles are the files a payload directory holds where the loader
-// reads them, placed as a release image holds them: the CVO layout as
-// it is, the flat layout under release-manifests/. Subdirectories, which
-// the loader ignores, are left out.
-func payloadFiles(dir string) ([]File, error) {
+// loaderReads says whether the payload loader reads name in a manifest
+// directory: manifests by extension (as pkg/payload's
+// hasManifestExtension), and the metadata in the directory that holds it.
+func loaderReads(name string, metaDir bool) bool {
+	switch path.Ext(name) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return metaDir && (name == payload.ReleaseMetadataFile || name == payload.ImageReferencesFile)
+}
+
+// payloadFiles are the files of a payload directory that the loader
+// reads, placed as a release image holds them: the CVO layout as it is,
+// the flat layout under release-manifests/. Everything else in the
+// directories read is skipped and listed.
+func payloadFiles(dir string) ([]File, []string, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer root.Close()
 	dirs := map[string]string{".": payload.ReleaseManifestDir}
+	metaDir := "."
 	if info, err := root.Stat(payload.ReleaseManifestDir); err == nil && info.IsDir() {
 		dirs = map[string]string{payload.ReleaseManifestDir: payload.ReleaseManifestDir}
+		metaDir = payload.ReleaseManifestDir
 		if info, err := root.Stat(payload.CVOManifestDir); err == nil && info.IsDir() {
 			dirs[payload.CVOManifestDir] = payload.CVOManifestDir
+		}
+	}
+	var skipped []string
+	if metaDir != "." {
+		// The CVO layout's root holds nothing the loader reads but its
+		// two directories.
+		entries, err := fs.ReadDir(root.FS(), ".")
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, e := range entries {
+			if _, ok := dirs[e.Name()]; ok && e.IsDir() {
+				continue
+			}
+			if e.IsDir() {
+				skipped = append(skipped, e.Name()+"/")
+			} else {
+				skipped = append(skipped, e.Name())
+			}
 		}
 	}
 	limit := DefaultLimits().TotalBytes
@@ -170,27 +223,33 @@ func payloadFiles(dir string) ([]File, error) {
 		files = append(files, File{Name: dst, Mode: fs.ModeDir | 0o755})
 		entries, err := fs.ReadDir(root.FS(), src)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, e := range entries {
+			name := path.Join(src, e.Name())
 			if e.IsDir() {
+				skipped = append(skipped, name+"/")
 				continue
 			}
-			name := path.Join(src, e.Name())
+			if !loaderReads(e.Name(), src == metaDir) {
+				skipped = append(skipped, name)
+				continue
+			}
 			if strings.HasPrefix(e.Name(), whiteoutPrefix) {
-				return nil, fmt.Errorf("%s: a name starting %q would read as a whiteout in an image", filepath.Join(dir, name), whiteoutPrefix)
+				return nil, nil, fmt.Errorf("%s: a name starting %q would read as a whiteout in an image", filepath.Join(dir, name), whiteoutPrefix)
 			}
 			data, err := payload.ReadFile(root, name)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", dir, err)
+				return nil, nil, fmt.Errorf("%s: %w", dir, err)
 			}
 			if total += int64(len(data)); total > limit {
-				return nil, fmt.Errorf("%s: the payload's files come to more than %d MiB, more than a release image may hold", dir, limit>>20)
+				return nil, nil, fmt.Errorf("%s: the payload's files come to more than %d MiB, more than a release image may hold", dir, limit>>20)
 			}
 			files = append(files, File{Name: path.Join(dst, e.Name()), Mode: 0o644, Data: data})
 		}
 	}
-	return files, nil
+	sort.Strings(skipped)
+	return files, skipped, nil
 }
 
 // Push writes img to ref's registry and returns its digest. A tag is

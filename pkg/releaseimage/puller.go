@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 const (
@@ -79,6 +81,8 @@ type conn struct {
 	transport http.RoundTripper
 	insecure  bool
 	backoff   remote.Backoff
+	// manifestBytes caps each manifest response; 0 is the default limit.
+	manifestBytes int64
 }
 
 func (r Registry) connect() (*conn, error) {
@@ -175,6 +179,9 @@ type Puller struct {
 	pulls [16]sync.Mutex
 	// pinned are digests eviction never drops; guarded by mu.
 	pinned map[string]bool
+	// sync makes a file or directory durable: (*os.File).Sync, which
+	// tests watch.
+	sync func(*os.File) error
 }
 
 // Pin replaces the digests that eviction never drops, whatever
@@ -219,7 +226,8 @@ func NewPuller(cfg Config) (*Puller, error) {
 	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 		return nil, fmt.Errorf("release image cache: %w", err)
 	}
-	p := &Puller{cfg: cfg, conn: c}
+	c.manifestBytes = cfg.Limits.ManifestBytes
+	p := &Puller{cfg: cfg, conn: c, sync: (*os.File).Sync}
 	if err := p.dropPartial(); err != nil {
 		return nil, err
 	}
@@ -227,10 +235,14 @@ func NewPuller(cfg Config) (*Puller, error) {
 }
 
 func (c *conn) options(ctx context.Context, platform v1.Platform) []remote.Option {
+	maxManifest := c.manifestBytes
+	if maxManifest <= 0 {
+		maxManifest = DefaultLimits().ManifestBytes
+	}
 	opts := []remote.Option{
 		remote.WithContext(ctx),
 		remote.WithAuthFromKeychain(c.keychain),
-		remote.WithTransport(c.transport),
+		remote.WithTransport(manifestLimit{next: c.transport, max: maxManifest}),
 		remote.WithPlatform(platform),
 		remote.WithUserAgent("payload-applier"),
 	}
@@ -278,7 +290,7 @@ func (p *Puller) Fetch(ctx context.Context, ref Ref, opts FetchOptions) (*Extrac
 	if digest == "" {
 		desc, err := remote.Head(nref, p.conn.options(ctx, platform)...)
 		if err != nil {
-			return nil, &RetrieveError{Ref: ref.String(), Err: err}
+			return nil, fetchError(ref.String(), err)
 		}
 		digest = desc.Digest.String()
 	}
@@ -298,7 +310,7 @@ func (p *Puller) Fetch(ctx context.Context, ref Ref, opts FetchOptions) (*Extrac
 	lock := &p.pulls[hash.Hex[0]%byte(len(p.pulls))]
 	lock.Lock()
 	defer lock.Unlock()
-	if e, ok := p.lookup(digest, platform.String()); ok {
+	if e, ok := p.lookup(hash, platform.String()); ok {
 		return e, nil
 	}
 	byDigest, err := name.NewDigest(nref.Context().Name()+"@"+digest, p.conn.nameOptions()...)
@@ -319,10 +331,20 @@ func parsePlatform(s string) (v1.Platform, error) {
 	return *pl, nil
 }
 
+// fetchError is a refusal when a limit or the content refused the image,
+// and the registry's failure otherwise.
+func fetchError(asked string, err error) error {
+	var ce *ContentError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("release image %s refused: %w", asked, ce)
+	}
+	return &RetrieveError{Ref: asked, Err: err}
+}
+
 // pull reads the image by digest and extracts it into a partial
 // directory, which is renamed into place only once whole.
 func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platform v1.Platform) (*Extracted, error) {
-	retrieveErr := func(err error) error { return &RetrieveError{Ref: asked, Err: err} }
+	retrieveErr := func(err error) error { return fetchError(asked, err) }
 	refused := func(err error) error { return fmt.Errorf("release image %s refused: %w", asked, err) }
 	opts := p.conn.options(ctx, platform)
 	desc, err := remote.Get(ref, opts...)
@@ -333,7 +355,7 @@ func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platfo
 	if e.Index {
 		e.Platform = platform.String()
 	}
-	img, err := desc.Image()
+	img, err := p.image(ref, desc, platform, opts)
 	if err != nil {
 		return nil, retrieveErr(err)
 	}
@@ -364,11 +386,7 @@ func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platfo
 		return nil, fmt.Errorf("release image cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	if err := extract(tmp, layers, p.cfg.Limits); err != nil {
-		var ce *ContentError
-		if errors.As(err, &ce) {
-			return nil, refused(err)
-		}
+	if err := extract(ctx, tmp, layers, p.cfg.Limits, p.sync); err != nil {
 		return nil, retrieveErr(err)
 	}
 	if err := ctx.Err(); err != nil {
@@ -378,7 +396,7 @@ func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platfo
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, metadataFile), data, 0o644); err != nil {
+	if err := p.writeSynced(tmp, metadataFile, data); err != nil {
 		return nil, fmt.Errorf("release image cache: %w", err)
 	}
 	if err := p.commit(tmp, e.Digest); err != nil {
@@ -394,6 +412,9 @@ func (p *Puller) checkSizes(m *v1.Manifest) error {
 	if m.Config.Size > maxConfigBytes {
 		return &ContentError{Reason: fmt.Sprintf("the image's config is %d bytes, more than %s", m.Config.Size, sizeOf(maxConfigBytes))}
 	}
+	if n, max := len(m.Layers), p.cfg.Limits.Layers; n > max {
+		return overLimit("Layers", int64(max), "the image has %d layers, more than %d", n, max)
+	}
 	var total int64
 	for _, l := range m.Layers {
 		if l.Size < 0 {
@@ -401,7 +422,7 @@ func (p *Puller) checkSizes(m *v1.Manifest) error {
 		}
 		total += l.Size
 		if total > p.cfg.Limits.ReadBytes {
-			return &ContentError{Reason: fmt.Sprintf("the image's layers are more than %s", sizeOf(p.cfg.Limits.ReadBytes))}
+			return overLimit("ReadBytes", p.cfg.Limits.ReadBytes, "the image's layers are more than %s", sizeOf(p.cfg.Limits.ReadBytes))
 		}
 	}
 	return nil
@@ -417,9 +438,42 @@ func entryName(digest string) string {
 	return strings.Replace(digest, ":", "-", 1)
 }
 
-// commit renames a whole extraction into place, replacing an entry for
-// the same digest (pulled for another platform), and evicts the least
-// recently used releases beyond MaxReleases.
+// writeSynced writes name in dir, durably, and syncs dir, the last step
+// before an extraction is whole.
+func (p *Puller) writeSynced(dir, name string, data []byte) error {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = p.sync(f)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return p.syncDir(dir)
+}
+
+func (p *Puller) syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = p.sync(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// commit renames a whole extraction, already on disk, into place,
+// replacing an entry for the same digest (pulled for another platform),
+// and evicts the least recently used releases beyond MaxReleases. The
+// cache directory is synced so that the rename survives a crash.
 func (p *Puller) commit(tmp, digest string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -428,6 +482,9 @@ func (p *Puller) commit(tmp, digest string) error {
 		return err
 	}
 	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("release image cache: %w", err)
+	}
+	if err := p.syncDir(p.cfg.CacheDir); err != nil {
 		return fmt.Errorf("release image cache: %w", err)
 	}
 	return p.evict(digest)
@@ -500,37 +557,69 @@ func (p *Puller) evict(keep string) error {
 }
 
 // lookup returns the cached release of digest, marking it used. An entry
-// pulled from an index for another platform is no hit.
-func (p *Puller) lookup(digest, platform string) (*Extracted, bool) {
+// pulled from an index for another platform is no hit. An entry that is
+// not whole (what a crash or a hand in the cache leaves) is dropped, so
+// that the release is pulled again.
+func (p *Puller) lookup(digest v1.Hash, platform string) (*Extracted, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	dir := p.dir(digest)
-	meta := filepath.Join(dir, metadataFile)
-	data, err := os.ReadFile(meta)
-	if err != nil {
+	dir := p.dir(digest.String())
+	if _, err := os.Lstat(dir); err != nil {
 		return nil, false
 	}
-	var e Extracted
-	if err := json.Unmarshal(data, &e); err != nil || e.Digest != digest {
+	e, err := readEntry(dir, digest.String())
+	if err != nil {
+		_ = p.removeEntry(dir) // a miss either way; the pull replaces it
 		return nil, false
 	}
 	if e.Index && e.Platform != platform {
 		return nil, false
 	}
 	now := time.Now()
-	_ = os.Chtimes(meta, now, now)
+	_ = os.Chtimes(filepath.Join(dir, metadataFile), now, now)
 	e.Dir, e.FromCache = dir, true
-	return &e, true
+	return e, true
+}
+
+// readEntry reads what a cache entry says it holds, and checks that it
+// holds what every release has: a non-empty release-metadata in
+// release-manifests/.
+func readEntry(dir, digest string) (*Extracted, error) {
+	data, err := os.ReadFile(filepath.Join(dir, metadataFile))
+	if err != nil {
+		return nil, err
+	}
+	var e Extracted
+	if err := json.Unmarshal(data, &e); err != nil {
+		return nil, fmt.Errorf("%s: %w", metadataFile, err)
+	}
+	if e.Digest != digest {
+		return nil, fmt.Errorf("%s names %q, not %s", metadataFile, e.Digest, digest)
+	}
+	meta := filepath.Join(dir, payload.ReleaseManifestDir, payload.ReleaseMetadataFile)
+	info, err := os.Lstat(meta)
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() || info.Size() == 0 {
+		return nil, fmt.Errorf("%s is empty or not a file", meta)
+	}
+	return &e, nil
 }
 
 // Cached returns the release of digest ("sha256:<hex>") when the cache
-// holds it, without asking a registry. platform is as in FetchOptions.
+// holds it whole, without asking a registry. platform is as in
+// FetchOptions.
 func (p *Puller) Cached(digest, platform string) (*Extracted, bool) {
+	h, err := v1.NewHash(digest)
+	if err != nil || h.Algorithm != "sha256" {
+		return nil, false
+	}
 	pl, err := parsePlatform(platform)
 	if err != nil {
 		return nil, false
 	}
-	return p.lookup(digest, pl.String())
+	return p.lookup(h, pl.String())
 }
 
 // Drop takes digest's release out of the cache, as when what the cache
