@@ -83,9 +83,18 @@ func (o *releasePackOptions) run(cmd *cobra.Command, dir string) error {
 			return withExitCode(exitUsage, fmt.Errorf("--to: %w", err))
 		}
 	}
-	img, rel, err := releaseimage.Pack(dir, releaseimage.PackOptions{Architecture: o.arch, Created: created})
+	packed, err := releaseimage.PackRelease(dir, releaseimage.PackOptions{Architecture: o.arch, Created: created})
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("payload %s not packed:\n%w", dir, err))
+	}
+	img, rel := packed.Image, packed.Release
+	// Only what the loader reads is published: a credential or a note
+	// beside the manifests stays on this machine, and the user sees so.
+	if n := len(packed.Skipped); n > 0 {
+		fmt.Fprintf(cmd.ErrOrStderr(), "release pack: left out %d file(s) the payload loader does not read:\n", n)
+		for _, s := range packed.Skipped {
+			fmt.Fprintf(cmd.ErrOrStderr(), "  %s\n", s)
+		}
 	}
 	if toLayout {
 		digest, err := releaseimage.WriteLayout(layoutDir, img, rel.Version)

@@ -174,3 +174,31 @@ func TestReleaseHasItsSubcommands(t *testing.T) {
 		t.Errorf("release has subcommands %v, want pack and sign once each", names)
 	}
 }
+
+// TestReleasePackLeavesOutWhatTheLoaderDoesNotRead: a kubeconfig and an
+// .env beside the manifests are neither pushed nor silently dropped.
+func TestReleasePackLeavesOutWhatTheLoaderDoesNotRead(t *testing.T) {
+	host := startRegistry(t)
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(planPayload)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kubeconfig", ".env"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("secret\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stdout, stderr, code := execute(t, "release", "pack", dir, "--to", host+"/demo/release:1.0.0")
+	if code != exitOK {
+		t.Fatalf("release pack: exit %d\n%s", code, stderr)
+	}
+	for _, name := range []string{"kubeconfig", ".env"} {
+		if !strings.Contains(stderr, "  "+name+"\n") {
+			t.Errorf("release pack did not say it left out %s:\n%s", name, stderr)
+		}
+	}
+	// What was pushed is exactly the payload without them.
+	if want := packTo(t, planPayload, host+"/demo/release:1.0.0"); strings.TrimSpace(stdout) != want {
+		t.Errorf("packed with the extra files as %s, without them as %s", strings.TrimSpace(stdout), want)
+	}
+}
