@@ -111,9 +111,17 @@ type guardReader struct {
 	recorded          []byte
 }
 
+// maxRead bounds one read.
+const maxRead = 32 << 10
+
 func (g *guardReader) Read(b []byte) (int, error) {
 	if g.err != nil {
 		return 0, g.err
+	}
+	// Short reads, so that a value decoded whole is charged for little
+	// beyond its own bytes however large the decoder's buffer has grown.
+	if len(b) > maxRead {
+		b = b[:maxRead]
 	}
 	n, err := g.r.Read(b)
 	for i, c := range b[:n] {
@@ -484,7 +492,7 @@ func (p *parser) edges(g *Graph) error {
 // decodeWhole decodes one value whole, which for a small value costs far
 // less than reading it token by token, within MaxTokenBytes.
 func (p *parser) decodeWhole(v any) error {
-	p.in.budget = MaxTokenBytes
+	p.in.budget = MaxTokenBytes + maxRead
 	err := p.dec.Decode(v)
 	p.in.budget = 0
 	if p.in.err != nil {

@@ -165,3 +165,18 @@ func TestParseEnforcesCaps(t *testing.T) {
 		t.Errorf("MaxNodes nodes: %v", err)
 	}
 }
+
+// An edge after a long string still reads: what the decoder reads ahead
+// after growing its buffer for the string is not charged to the edge.
+func TestParseEdgeAfterALongString(t *testing.T) {
+	escaped := strings.Repeat(`\u0041`, MaxMetadataValueBytes)
+	data := `{"nodes": [{"version": "1.0.0", "payload": "a", "metadata": {"m": "` + escaped + `"}}, {"version": "1.0.1", "payload": "b"}],
+		"edges": [` + strings.Repeat("[0, 1],", 50_000) + `[1, 0]]}`
+	g, err := Parse(strings.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Nodes[0].Metadata["m"]) != MaxMetadataValueBytes || len(g.Edges) != 2 {
+		t.Errorf("metadata of %d bytes and %d edges, want %d bytes and 2 edges", len(g.Nodes[0].Metadata["m"]), len(g.Edges), MaxMetadataValueBytes)
+	}
+}
