@@ -128,3 +128,22 @@ func TestParseKeepsUnknownConditionalFieldsAndRoundTrips(t *testing.T) {
 		t.Fatalf("conditional %+v, raw %s", g.Conditional, g.ConditionalEdges)
 	}
 }
+
+// Encode writes conditionalEdges back as read, & and < included, and so
+// does it a metadata URL.
+func TestEncodeWritesConditionalEdgesBackAsRead(t *testing.T) {
+	g, err := Parse(strings.NewReader(`{"nodes": [{"version": "1.0.0", "payload": "p", "metadata": {"url": "https://e.com/?a=1&b=2"}}],
+		"conditionalEdges": [{"edges": [], "risks": [` + risk("A&<B>", `{"type": "Always"}`) + `], "x&y": 1}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := g.Encode(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"A&<B>"`, `"x&y"`, `?a=1&b=2`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("written back without %s:\n%s", want, out.String())
+		}
+	}
+}

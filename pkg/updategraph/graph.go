@@ -91,6 +91,9 @@ func (n *Node) setChannels(channels []string) {
 func (g *Graph) Encode(w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	// A graph is no HTML page: conditionalEdges are written back as read,
+	// and a URL keeps its & rather than becoming \u0026.
+	enc.SetEscapeHTML(false)
 	return enc.Encode(g)
 }
 

@@ -89,7 +89,8 @@ func TestParseRejectsMalformedEdgesAndTrailingData(t *testing.T) {
 	two := `"nodes": [{"version": "1.0.0", "payload": "x"}, {"version": "1.0.1", "payload": "y"}]`
 	for _, tc := range []struct{ name, json, want string }{
 		{"a one-element edge", `{` + two + `, "edges": [[1]]}`, "edge 0 has 1 elements"},
-		{"a three-element edge", `{` + two + `, "edges": [[0, 1, 1]]}`, "edge 0 has 3 elements"},
+		{"a three-element edge", `{` + two + `, "edges": [[0, 1, 1]]}`, "edge 0 has more than 2 elements"},
+		{"a null index", `{` + two + `, "edges": [[0, 1], [null, 1]]}`, "edge 1 is not a pair of node indices"},
 		{"a fractional index", `{` + two + `, "edges": [[0, 1.5]]}`, "edge 0 is not a pair of node indices"},
 		{"an index past any graph", `{` + two + `, "edges": [[0, 1], [0, 99999999999]]}`, "edge 1 [0, 99999999999] names a node that does not exist"},
 		{"an edge out of range, nodes after edges", `{"edges": [[0, 1], [1, 2]], ` + two + `}`, "edge 1 [1, 2] names a node that does not exist (2 nodes)"},
@@ -162,5 +163,20 @@ func TestParseEnforcesCaps(t *testing.T) {
 	}
 	if g, err := Parse(strings.NewReader(`{` + nodesJSON(MaxNodes) + `}`)); err != nil || len(g.Nodes) != MaxNodes {
 		t.Errorf("MaxNodes nodes: %v", err)
+	}
+}
+
+// An edge after a long string still reads: what the decoder reads ahead
+// after growing its buffer for the string is not charged to the edge.
+func TestParseEdgeAfterALongString(t *testing.T) {
+	escaped := strings.Repeat(`\u0041`, MaxMetadataValueBytes)
+	data := `{"nodes": [{"version": "1.0.0", "payload": "a", "metadata": {"m": "` + escaped + `"}}, {"version": "1.0.1", "payload": "b"}],
+		"edges": [` + strings.Repeat("[0, 1],", 50_000) + `[1, 0]]}`
+	g, err := Parse(strings.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(g.Nodes[0].Metadata["m"]) != MaxMetadataValueBytes || len(g.Edges) != 2 {
+		t.Errorf("metadata of %d bytes and %d edges, want %d bytes and 2 edges", len(g.Nodes[0].Metadata["m"]), len(g.Edges), MaxMetadataValueBytes)
 	}
 }
