@@ -222,3 +222,59 @@ func TestCandidatesJudgeByTheFirstManifestThatDecides(t *testing.T) {
 		})
 	}
 }
+
+// TestDescribeOfAStoredRecordIsBounded: a record read back from the store
+// may count and name far more than a cleanup does. Its description lists
+// the first kinds, names within Count.Add's bounds, and costs the same at
+// 10,000 kinds as at 1,000.
+func TestDescribeOfAStoredRecordIsBounded(t *testing.T) {
+	rec := storedRecord(10_000, 2_500)
+	var extra []Operand
+	for i := range 30 {
+		extra = append(extra, Operand{Kind: "Kind000000", Namespace: "ns", Name: fmt.Sprintf("extra%02d", i)})
+	}
+	rec.Named = append(extra, rec.Named...)
+	msg := rec.Describe()
+	for _, want := range []string{
+		"waiting for operator to finish cleanup for 30000 CRs of component widgets; remaining 3 Kind000000: Kind000000/ns/extra00, ",
+		", Kind000000/ns/extra09; 3 Kind000001: Kind000001/ns/o000001 and 2 more; ",
+		"; 3 Kind000040: Kind000040/ns/o000040 and 2 more; 3 Kind000041; ",
+		"; 3 Kind000049; and 9950 more kinds",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message lacks %q:\n%s", want, msg)
+		}
+	}
+	if n := strings.Count(msg, "/ns/"); n != maxNamed {
+		t.Errorf("%d operands named, want %d", n, maxNamed)
+	}
+	if n := strings.Count(msg, "Kind000000/"); n != maxNamedPerKind {
+		t.Errorf("%d operands of Kind000000 named, want %d", n, maxNamedPerKind)
+	}
+	if len(msg) > 4<<10 {
+		t.Errorf("message of %d bytes, want under 4 KiB", len(msg))
+	}
+
+	small := testing.AllocsPerRun(3, func() { _ = storedRecord(1_000, 250).Describe() })
+	recordOnly := testing.AllocsPerRun(3, func() { _ = storedRecord(1_000, 250) })
+	large := testing.AllocsPerRun(3, func() { _ = storedRecord(10_000, 2_500).Describe() })
+	largeRecordOnly := testing.AllocsPerRun(3, func() { _ = storedRecord(10_000, 2_500) })
+	small, large = small-recordOnly, large-largeRecordOnly
+	t.Logf("Describe: %.0f allocations at 1,000 kinds, %.0f at 10,000", small, large)
+	if large > small+20 {
+		t.Errorf("Describe allocates %.0f times at 10,000 kinds and %.0f at 1,000: it grows with the record", large, small)
+	}
+}
+
+func TestFirstKinds(t *testing.T) {
+	remaining := map[string]int{}
+	for i := range 200 {
+		remaining[fmt.Sprintf("K%03d", 199-i)] = 1
+	}
+	if got := firstKinds(remaining, 3); fmt.Sprint(got) != "[K000 K001 K002]" {
+		t.Errorf("first three kinds %v", got)
+	}
+	if got := firstKinds(map[string]int{"B": 1, "A": 2}, 3); fmt.Sprint(got) != "[A B]" {
+		t.Errorf("fewer kinds than asked: %v", got)
+	}
+}
