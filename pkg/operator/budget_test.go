@@ -52,7 +52,7 @@ func graphFrom(from updategraph.Node, to ...updategraph.Node) *updategraph.Graph
 
 // budgetCluster is a fake cluster on releases 1.0.0 and 1.0.1, with
 // metrics and the graph g, whose channel it follows.
-func budgetCluster(t *testing.T, g *updategraph.Graph, files101 map[string]string) (*fakeCluster, *Metrics) {
+func budgetCluster(t testing.TB, g *updategraph.Graph, files101 map[string]string) (*fakeCluster, *Metrics) {
 	t.Helper()
 	root := t.TempDir()
 	keep := map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")}
