@@ -111,16 +111,17 @@ type statusText struct {
 
 // statusTexts lists the strings of st the limits bound, in status order.
 func statusTexts(st *configv1.ClusterVersionStatus) []statusText {
-	var out []statusText
-	release := func(field, where string, r *configv1.Release) {
-		out = append(out,
-			statusText{p: &r.Version, where: where + ".version", field: field, limit: maxReleaseFieldBytes},
-			statusText{p: &r.Image, where: where + ".image", field: field, limit: maxReleaseFieldBytes},
-			statusText{p: (*string)(&r.URL), where: where + ".url", field: field, limit: maxReleaseFieldBytes})
-		for i := range r.Channels {
-			out = append(out, statusText{p: &r.Channels[i], where: fmt.Sprintf("%s.channels[%d]", where, i), field: field, limit: maxReleaseFieldBytes})
-		}
+	out := statusTextsBesideConditional(st)
+	for i := range st.ConditionalUpdates {
+		out = append(out, conditionalUpdateTexts(st, i)...)
 	}
+	return out
+}
+
+// statusTextsBesideConditional lists the strings of st the limits bound,
+// but those of conditionalUpdates.
+func statusTextsBesideConditional(st *configv1.ClusterVersionStatus) []statusText {
+	var out []statusText
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
 		where := fmt.Sprintf("conditions[%s]", c.Type)
@@ -132,7 +133,7 @@ func statusTexts(st *configv1.ClusterVersionStatus) []statusText {
 			statusText{p: &c.Reason, where: where + ".reason", field: "conditions", limit: maxReasonBytes},
 			statusText{p: &c.Message, where: where + ".message", field: "conditions", limit: maxMessageBytes, tier: tier})
 	}
-	release("desired", "desired", &st.Desired)
+	out = append(out, releaseTexts("desired", "desired", &st.Desired)...)
 	for i := range st.History {
 		h := &st.History[i]
 		where := fmt.Sprintf("history[%d]", i)
@@ -146,12 +147,27 @@ func statusTexts(st *configv1.ClusterVersionStatus) []statusText {
 			statusText{p: &h.AcceptedRisks, where: where + ".acceptedRisks", field: "history", limit: maxAcceptedRisksBytes, tier: tier})
 	}
 	for i := range st.AvailableUpdates {
-		release("availableUpdates", fmt.Sprintf("availableUpdates[%d]", i), &st.AvailableUpdates[i])
+		out = append(out, releaseTexts("availableUpdates", fmt.Sprintf("availableUpdates[%d]", i), &st.AvailableUpdates[i])...)
 	}
-	for i := range st.ConditionalUpdates {
-		u := &st.ConditionalUpdates[i]
-		release("conditionalUpdates", fmt.Sprintf("conditionalUpdates[%d].release", i), &u.Release)
-		out = append(out, conditionalTexts(u, fmt.Sprintf("conditionalUpdates[%d]", i))...)
+	return out
+}
+
+// conditionalUpdateTexts lists the strings of conditional update i.
+func conditionalUpdateTexts(st *configv1.ClusterVersionStatus, i int) []statusText {
+	u := &st.ConditionalUpdates[i]
+	where := fmt.Sprintf("conditionalUpdates[%d]", i)
+	return append(releaseTexts("conditionalUpdates", where+".release", &u.Release), conditionalTexts(u, where)...)
+}
+
+// releaseTexts lists the strings of r, of field, at where.
+func releaseTexts(field, where string, r *configv1.Release) []statusText {
+	out := []statusText{
+		{p: &r.Version, where: where + ".version", field: field, limit: maxReleaseFieldBytes},
+		{p: &r.Image, where: where + ".image", field: field, limit: maxReleaseFieldBytes},
+		{p: (*string)(&r.URL), where: where + ".url", field: field, limit: maxReleaseFieldBytes},
+	}
+	for i := range r.Channels {
+		out = append(out, statusText{p: &r.Channels[i], where: fmt.Sprintf("%s.channels[%d]", where, i), field: field, limit: maxReleaseFieldBytes})
 	}
 	return out
 }
@@ -169,9 +185,10 @@ func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
 	st.Conditions = removeCondition(st.Conditions, ConditionStatusTruncated)
 	before := shapeOf(st)
 	var cuts statusCuts
-	originals := boundValues(st, &cuts)
 	// Room for StatusTruncated itself.
-	cutToBudget(st, originals, MaxStatusBytes-maxCutsNoteBytes-512)
+	target := MaxStatusBytes - maxCutsNoteBytes - 512
+	originals := boundValues(st, &cuts, target)
+	cutToBudget(st, originals, target)
 	cuts.describe(before, st, originals)
 	if msg := cuts.message(); msg != "" {
 		if previous != nil {
@@ -186,8 +203,11 @@ func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
 
 // boundValues caps the lists of st and cuts each string to its limit. It
 // returns the strings as they were, by where, so that a later cut starts
-// from the whole text and the text carries one marker.
-func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts) map[string]string {
+// from the whole text and the text carries one marker. Conditional
+// updates, which a graph can make many and large, are bounded in order
+// only until together they pass target: cutToBudget would drop every one
+// after that, so they are dropped unread.
+func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts, target int) map[string]string {
 	st.AvailableUpdates = st.AvailableUpdates[:min(len(st.AvailableUpdates), maxAvailableUpdates)]
 	st.History = st.History[:min(len(st.History), MaxHistory)]
 	// desired's channels are the cached release's: cut a copy.
@@ -198,9 +218,21 @@ func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts) map[string
 	}
 	boundConditional(st, cuts)
 	originals := map[string]string{}
-	for _, t := range statusTexts(st) {
-		originals[t.where] = *t.p
-		*t.p = payload.Bound(*t.p, t.limit)
+	bound := func(texts []statusText) {
+		for _, t := range texts {
+			originals[t.where] = *t.p
+			*t.p = payload.Bound(*t.p, t.limit)
+		}
+	}
+	bound(statusTextsBesideConditional(st))
+	size := 0
+	for i := range st.ConditionalUpdates {
+		bound(conditionalUpdateTexts(st, i))
+		// Each entry adds itself and a comma to the status.
+		if size += jsonSize(&st.ConditionalUpdates[i]) + 1; size > target {
+			st.ConditionalUpdates = st.ConditionalUpdates[:i+1]
+			break
+		}
 	}
 	return originals
 }
@@ -337,8 +369,7 @@ func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tie
 func dropTail[T any](list []T, keep, excess int) []T {
 	n := len(list)
 	for n > keep && excess > 0 {
-		b, _ := json.Marshal(list[n-1])
-		excess -= len(b) + 1
+		excess -= jsonSize(&list[n-1]) + 1
 		n--
 	}
 	return list[:n]
@@ -346,8 +377,26 @@ func dropTail[T any](list []T, keep, excess int) []T {
 
 // statusSize is the size of st as JSON, as the apiserver stores it.
 func statusSize(st *configv1.ClusterVersionStatus) int {
-	b, _ := json.Marshal(st)
-	return len(b)
+	return jsonSize(st)
+}
+
+// jsonSize is the size of v as json.Marshal writes it, measured without
+// keeping a copy: the encoder's buffer is pooled.
+func jsonSize(v any) int {
+	var n byteCount
+	if err := json.NewEncoder(&n).Encode(v); err != nil {
+		return 0
+	}
+	// Encode ends the value with a newline.
+	return int(n) - 1
+}
+
+// byteCount is a writer that counts what is written to it.
+type byteCount int
+
+func (c *byteCount) Write(p []byte) (int, error) {
+	*c += byteCount(len(p))
+	return len(p), nil
 }
 
 // cutsReporter remembers the cuts last written, so that an Event

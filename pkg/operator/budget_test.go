@@ -52,7 +52,7 @@ func graphFrom(from updategraph.Node, to ...updategraph.Node) *updategraph.Graph
 
 // budgetCluster is a fake cluster on releases 1.0.0 and 1.0.1, with
 // metrics and the graph g, whose channel it follows.
-func budgetCluster(t *testing.T, g *updategraph.Graph, files101 map[string]string) (*fakeCluster, *Metrics) {
+func budgetCluster(t testing.TB, g *updategraph.Graph, files101 map[string]string) (*fakeCluster, *Metrics) {
 	t.Helper()
 	root := t.TempDir()
 	keep := map[string]string{"0000_50_demo_00_keep.yaml": configMapManifest("keep")}
@@ -424,5 +424,54 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 	}
 	if len(cuts) != 1 {
 		t.Errorf("%d StatusLimits Events, want one: %q", len(cuts), cuts)
+	}
+}
+
+// TestFitStatusKeepsEveryConditionalUpdateThatFits: conditional updates
+// past the budget are dropped before they are read, and still the status
+// keeps as many of the first as fit, as when every one was measured.
+func TestFitStatusKeepsEveryConditionalUpdateThatFits(t *testing.T) {
+	risks := []configv1.ConditionalUpdateRisk{{Name: "R", URL: "https://x/<&>", Message: strings.Repeat("m", maxRiskMessageBytes),
+		MatchingRules: []configv1.ClusterCondition{{Type: "PromQL", PromQL: &configv1.PromQLClusterCondition{PromQL: strings.Repeat("q", 20<<10)}}}}}
+	var st configv1.ClusterVersionStatus
+	for i := range 400 {
+		// The entries share their risks, as those of one group do.
+		st.ConditionalUpdates = append(st.ConditionalUpdates, configv1.ConditionalUpdate{
+			Release: configv1.Release{Version: fmt.Sprintf("1.1.%d", i)}, Risks: risks})
+	}
+	fitStatus(&st, metav1.Now())
+	kept := len(st.ConditionalUpdates)
+	t.Logf("%d of 400 entries kept", kept)
+	if size := statusSize(&st); kept == 0 || size > MaxStatusBytes {
+		t.Fatalf("%d entries kept in %d bytes; want some, within %d", kept, size, MaxStatusBytes)
+	}
+	if q := st.ConditionalUpdates[0].Risks[0].MatchingRules[0].PromQL.PromQL; len(q) > maxMessageBytes {
+		t.Errorf("a query of %d bytes, want it cut to %d", len(q), maxMessageBytes)
+	}
+	// One more entry would not have fit.
+	more := st.DeepCopy()
+	more.ConditionalUpdates = append(more.ConditionalUpdates, more.ConditionalUpdates[kept-1])
+	if size := statusSize(more); size <= MaxStatusBytes-maxCutsNoteBytes-512 {
+		t.Errorf("%d of 400 entries kept, but one more fits (%d bytes)", kept, size)
+	}
+	wantNote := fmt.Sprintf("conditionalUpdates keeps the first %d of 400 entries", kept)
+	if c := findCondition(st.Conditions, ConditionStatusTruncated); c == nil || !strings.Contains(c.Message, wantNote) {
+		t.Errorf("StatusTruncated %+v, want %q", c, wantNote)
+	}
+}
+
+func TestJSONSizeIsTheMarshalledSize(t *testing.T) {
+	st := &configv1.ClusterVersionStatus{
+		Conditions:         []configv1.ClusterOperatorStatusCondition{{Type: "A", Message: "<script> & \u2028 \xff"}},
+		ConditionalUpdates: []configv1.ConditionalUpdate{{Release: configv1.Release{Version: "1.0.0"}}},
+	}
+	for _, v := range []any{st, &st.ConditionalUpdates[0], &configv1.ClusterVersionStatus{}} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonSize(v); got != len(b) {
+			t.Errorf("jsonSize %d, json.Marshal wrote %d bytes: %s", got, len(b), b)
+		}
 	}
 }

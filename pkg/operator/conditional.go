@@ -238,10 +238,22 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 		previous[u.Release.Version] = u.Conditions
 	}
 	entries := make([]configv1.ConditionalUpdate, 0, len(conditional))
+	// The updates of one group share its risks: they are bounded, judged
+	// and held once per group, not once per target.
+	type judged struct {
+		risks       []configv1.ConditionalUpdateRisk
+		recommended metav1.Condition
+	}
+	groups := map[riskList]judged{}
 	for _, u := range conditional {
-		entry := configv1.ConditionalUpdate{Release: releasesOf([]updategraph.Node{u.Release})[0], Risks: statusRisks(u.Risks),
+		j, ok := groups[riskListOf(u.Risks)]
+		if !ok {
+			j = judged{statusRisks(u.Risks), recommended(u.Risks, results, accept)}
+			groups[riskListOf(u.Risks)] = j
+		}
+		entry := configv1.ConditionalUpdate{Release: releasesOf([]updategraph.Node{u.Release})[0], Risks: j.risks,
 			Conditions: slices.Clone(previous[u.Release.Version])}
-		c := recommended(u.Risks, results, accept)
+		c := j.recommended
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&entry.Conditions, c)
 		entries = append(entries, entry)
@@ -259,47 +271,86 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 	return nil
 }
 
+// riskList names a list of risks by its backing array: the conditional
+// updates of one group share their group's list.
+type riskList struct {
+	first *configv1.ConditionalUpdateRisk
+	n     int
+}
+
+func riskListOf(risks []configv1.ConditionalUpdateRisk) riskList {
+	if len(risks) == 0 {
+		return riskList{}
+	}
+	return riskList{&risks[0], len(risks)}
+}
+
 // usableConditional drops what the ClusterVersion CRD would refuse, as the
 // CVO prunes it: rules of types the CRD does not admit, and the updates
 // whose risk is then left without rules, or has no message, or a URL that
 // does not parse. Each drop is logged. A rule of an admitted type this
 // operator does not evaluate (PromQL without a Prometheus) stays, and
 // reads EvaluationFailed: pruning it could drop the update's only risk,
-// and the update would then read as unknown rather than risky.
+// and the update would then read as unknown rather than risky. The risks
+// of a group are pruned once, and its updates share the result.
 func usableConditional(updates []updategraph.ConditionalUpdate) []updategraph.ConditionalUpdate {
+	type pruned struct {
+		risks   []configv1.ConditionalUpdateRisk
+		problem string
+	}
+	groups := map[riskList]pruned{}
 	out := updates[:0:0]
 	for _, u := range updates {
-		risks := make([]configv1.ConditionalUpdateRisk, 0, len(u.Risks))
-		var problem string
-		for _, r := range u.Risks {
-			r.MatchingRules = slices.DeleteFunc(slices.Clone(r.MatchingRules), func(c configv1.ClusterCondition) bool {
-				return !slices.Contains(riskConditionTypes, c.Type)
-			})
-			_, urlErr := url.ParseRequestURI(r.URL) // as the apiserver checks format: uri
-			switch {
-			case len(r.MatchingRules) == 0:
-				problem = fmt.Sprintf("risk %q has no rule of a known type (%s)", r.Name, strings.Join(riskConditionTypes, ", "))
-			case r.Message == "" || r.URL == "" || urlErr != nil:
-				problem = fmt.Sprintf("risk %q lacks a message or a valid URL", r.Name)
-			}
-			risks = append(risks, r)
+		p, ok := groups[riskListOf(u.Risks)]
+		if !ok {
+			p.risks, p.problem = usableRisks(u.Risks)
+			groups[riskListOf(u.Risks)] = p
 		}
-		if problem != "" {
-			klog.Background().Info("Dropping a conditional update the ClusterVersion cannot hold", "version", u.Release.Version, "problem", problem)
+		if p.problem != "" {
+			klog.Background().Info("Dropping a conditional update the ClusterVersion cannot hold", "version", u.Release.Version, "problem", p.problem)
 			continue
 		}
-		u.Risks = risks
+		u.Risks = p.risks
 		out = append(out, u)
 	}
 	return out
 }
 
-// statusRisks are the risks as status holds them, their messages bounded.
+// usableRisks prunes the rules of risks the CRD does not admit, and says
+// what makes the risks unusable, if anything.
+func usableRisks(in []configv1.ConditionalUpdateRisk) (risks []configv1.ConditionalUpdateRisk, problem string) {
+	risks = make([]configv1.ConditionalUpdateRisk, 0, len(in))
+	for _, r := range in {
+		r.MatchingRules = slices.DeleteFunc(slices.Clone(r.MatchingRules), func(c configv1.ClusterCondition) bool {
+			return !slices.Contains(riskConditionTypes, c.Type)
+		})
+		_, urlErr := url.ParseRequestURI(r.URL) // as the apiserver checks format: uri
+		switch {
+		case len(r.MatchingRules) == 0:
+			problem = fmt.Sprintf("risk %q has no rule of a known type (%s)", r.Name, strings.Join(riskConditionTypes, ", "))
+		case r.Message == "" || r.URL == "" || urlErr != nil:
+			problem = fmt.Sprintf("risk %q lacks a message or a valid URL", r.Name)
+		}
+		risks = append(risks, r)
+	}
+	return risks, problem
+}
+
+// statusRisks are the risks as status holds them, a copy with each text
+// bounded as the status budget bounds it, so that the updates sharing
+// them share bounded texts.
 func statusRisks(risks []configv1.ConditionalUpdateRisk) []configv1.ConditionalUpdateRisk {
 	out := make([]configv1.ConditionalUpdateRisk, len(risks))
-	for i, r := range risks {
+	for i := range risks {
+		r := &out[i]
+		risks[i].DeepCopyInto(r)
 		r.Message = payload.Bound(r.Message, maxRiskMessageBytes)
-		out[i] = *r.DeepCopy()
+		r.URL = payload.Bound(r.URL, updategraph.MaxRiskURLBytes)
+		for k := range r.MatchingRules {
+			if q := r.MatchingRules[k].PromQL; q != nil {
+				q.PromQL = payload.Bound(q.PromQL, maxMessageBytes)
+			}
+		}
 	}
 	return out
 }

@@ -2,8 +2,10 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -290,5 +292,38 @@ func TestUsableConditionalPrunesWhatTheCRDRefuses(t *testing.T) {
 	results := evaluateRisks(context.Background(), clusterconditions.New(nil), got[1:], time.Second)
 	if r := results["E"]; r.status != metav1.ConditionUnknown || !strings.Contains(r.message, `unknown type "PromQL"`) {
 		t.Errorf("E: %+v, want Unknown naming the type", r)
+	}
+}
+
+// TestWorstConditionalGroupCostsASyncLittle: one conditional group at
+// every per-item cap of pkg/updategraph, with edges to 25 and then 250
+// targets. Its risks are bounded and held once for all targets, and the
+// status budget reads the conditional updates only as far as it could
+// keep them, so that one sync allocates under 64 MiB (it allocated 800
+// MiB for 25 targets) and about as much for ten times the targets.
+func TestWorstConditionalGroupCostsASyncLittle(t *testing.T) {
+	syncAllocates := func(targets int) uint64 {
+		c, _ := budgetCluster(t, worstConditionalGraph(targets), nil)
+		c.sync(t)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		c.sync(t)
+		runtime.ReadMemStats(&after)
+		cv := wantWithinBudget(t, c)
+		wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "")
+		// One entry's risks alone are over the budget.
+		wantCondition(t, cv, ConditionStatusTruncated, configv1.ConditionTrue, ReasonStatusLimits,
+			fmt.Sprintf("conditionalUpdates keeps the first 0 of %d entries", targets))
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small := syncAllocates(25)
+	t.Logf("a sync allocates %d MiB with 25 targets", small>>20)
+	if small > 64<<20 {
+		t.Fatalf("a sync allocates %d MiB with 25 targets, want under 64 MiB", small>>20)
+	}
+	large := syncAllocates(250)
+	t.Logf("a sync allocates %d MiB with 250 targets", large>>20)
+	if large > 2*small {
+		t.Errorf("a sync allocates %d MiB with 250 targets and %d MiB with 25: the cost grows with the targets", large>>20, small>>20)
 	}
 }

@@ -57,14 +57,14 @@ func testSyncOptions() apply.SyncOptions {
 }
 
 // newFakeCluster starts a cluster whose ClusterVersion asks for version.
-func newFakeCluster(t *testing.T, releases ReleaseSource, version string) *fakeCluster {
+func newFakeCluster(t testing.TB, releases ReleaseSource, version string) *fakeCluster {
 	t.Helper()
 	return newFakeClusterWithLedger(t, releases, version, &deletion.MemoryStore{})
 }
 
 // newFakeClusterWithLedger is newFakeCluster with the delete ledger in
 // store, and the operand cleanup state in cleanups when given.
-func newFakeClusterWithLedger(t *testing.T, releases ReleaseSource, version string, store deletion.Store, cleanups ...cleanup.Store) *fakeCluster {
+func newFakeClusterWithLedger(t testing.TB, releases ReleaseSource, version string, store deletion.Store, cleanups ...cleanup.Store) *fakeCluster {
 	t.Helper()
 	c := &fakeCluster{
 		config: configfake.NewSimpleClientset(&configv1.ClusterVersion{
@@ -171,7 +171,7 @@ func (c *fakeCluster) exists(name string) bool {
 	return err == nil
 }
 
-func (c *fakeCluster) sync(t *testing.T) *Outcome {
+func (c *fakeCluster) sync(t testing.TB) *Outcome {
 	t.Helper()
 	out, err := c.op.Sync(context.Background(), nil)
 	if err != nil {
@@ -187,7 +187,7 @@ func (c *fakeCluster) request(t *testing.T, version string) {
 	}
 }
 
-func (c *fakeCluster) clusterVersion(t *testing.T) *configv1.ClusterVersion {
+func (c *fakeCluster) clusterVersion(t testing.TB) *configv1.ClusterVersion {
 	t.Helper()
 	cv, err := c.config.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
 	if err != nil {

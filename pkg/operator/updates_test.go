@@ -25,7 +25,7 @@ const graphJSON = `{"nodes": [
   {"version": "1.1.0", "payload": "r:1.1.0", "metadata": {"io.openshift.upgrades.graph.release.channels": "stable-1", "url": "https://example.com/1.1.0"}}
 ], "edges": [[0, 1], [0, 2], [0, 3]]}`
 
-func (c *fakeCluster) setChannel(t *testing.T, channel string) {
+func (c *fakeCluster) setChannel(t testing.TB, channel string) {
 	t.Helper()
 	cv := c.clusterVersion(t)
 	cv.Spec.Channel = channel

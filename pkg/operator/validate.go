@@ -18,6 +18,10 @@ import (
 // quotes values an admin wrote.
 const maxInvalidMessageBytes = 4096
 
+// maxInvalidCapabilities bounds the unknown additional capabilities
+// validation names one by one.
+const maxInvalidCapabilities = 10
+
 // validateClusterVersion checks the spec as the CVO's ValidateClusterVersion
 // (lib/validation) does, and the capability names and sets, which the CVO
 // leaves to the CRD's enums: a cluster whose CRD lacks them, or a newer
@@ -64,10 +68,18 @@ func validateClusterVersion(cv *configv1.ClusterVersion) field.ErrorList {
 		for _, c := range configv1.KnownClusterVersionCapabilities {
 			known[c] = true
 		}
+		unknown := 0
 		for i, c := range caps.AdditionalEnabledCapabilities {
-			if !known[c] {
+			if known[c] {
+				continue
+			}
+			// A spec may list any number: the first are named, the rest counted.
+			if unknown++; unknown <= maxInvalidCapabilities {
 				errs = append(errs, field.Invalid(path.Child("additionalEnabledCapabilities").Index(i), string(c), "is not a capability this release knows"))
 			}
+		}
+		if more := unknown - maxInvalidCapabilities; more > 0 {
+			errs = append(errs, field.Invalid(path.Child("additionalEnabledCapabilities"), fmt.Sprintf("%d more", more), "are not capabilities this release knows"))
 		}
 	}
 	return errs
@@ -104,6 +116,9 @@ func invalidCondition(errs field.ErrorList) *configv1.ClusterOperatorStatusCondi
 	} else {
 		b.WriteString("The cluster version is invalid:\n")
 		for _, err := range errs {
+			if b.Len() > maxInvalidMessageBytes {
+				break
+			}
 			fmt.Fprintf(&b, "* %s\n", err.Error())
 		}
 	}

@@ -94,3 +94,15 @@ func BenchmarkOCPReal(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkResolveCapabilities100kUnknown resolves a spec that lists
+// 100,000 capabilities no release knows.
+func BenchmarkResolveCapabilities100kUnknown(b *testing.B) {
+	spec := manyUnknown(100_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ResolveCapabilities(spec, nil); err == nil {
+			b.Fatal("no error for unknown capabilities")
+		}
+	}
+}

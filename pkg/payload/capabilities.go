@@ -30,22 +30,36 @@ type Capabilities struct {
 // DefaultCapabilitySet is the baseline set when the spec names none.
 const DefaultCapabilitySet = configv1.ClusterVersionCapabilitySetCurrent
 
+// maxNamedUnknownCapabilities bounds the unknown capabilities an error
+// names: a spec may list any number of them.
+const maxNamedUnknownCapabilities = 10
+
 // ResolveCapabilities resolves spec (nil: the default baseline set, nothing
 // additional) on top of prior, the capabilities already enabled
 // (status.capabilities.enabledCapabilities). An unknown baseline set adds
 // nothing and unknown capability names are dropped, for no manifest can be
 // included with them and the ClusterVersion CRD refuses them in status;
-// the error names each, and the result is still usable.
+// the error names the first of them and counts the rest, and the result is
+// still usable. Its cost is linear in the names given, and what it keeps
+// is bounded by the known capabilities.
 func ResolveCapabilities(spec *configv1.ClusterVersionCapabilitiesSpec, prior []configv1.ClusterVersionCapability) (Capabilities, error) {
 	known := sets.New(configv1.KnownClusterVersionCapabilities...)
-	requested, err := requestedCapabilities(spec)
-	enabled := sets.New(prior...).Union(requested).Intersection(known)
-	var unknown []string
-	for _, c := range sets.List(sets.New(prior...).Union(requested).Difference(known)) {
-		unknown = append(unknown, string(c))
+	var unknown unknownCapabilities
+	keepKnown := func(set sets.Set[configv1.ClusterVersionCapability], caps []configv1.ClusterVersionCapability) {
+		for _, c := range caps {
+			if known.Has(c) {
+				set.Insert(c)
+			} else {
+				unknown.add(c)
+			}
+		}
 	}
-	if len(unknown) > 0 {
-		err = joinErr(err, fmt.Errorf("unknown capabilities %s; known capabilities are %s", strings.Join(unknown, ", "), joinCapabilities(sets.List(known))))
+	requested, err := requestedCapabilities(spec, keepKnown)
+	enabled := sets.New[configv1.ClusterVersionCapability]()
+	keepKnown(enabled, prior)
+	enabled = enabled.Union(requested)
+	if len(unknown.first) > 0 {
+		err = joinErr(err, fmt.Errorf("unknown capabilities %s; known capabilities are %s", unknown, joinCapabilities(sets.List(known))))
 	}
 	return Capabilities{
 		Known:    sets.List(known),
@@ -54,9 +68,46 @@ func ResolveCapabilities(spec *configv1.ClusterVersionCapabilitiesSpec, prior []
 	}, err
 }
 
+// unknownCapabilities keeps the first names, in sorted order, of the
+// unknown capabilities it is given, and counts the others.
+type unknownCapabilities struct {
+	first []configv1.ClusterVersionCapability
+	// more counts the names not in first, a name given twice twice.
+	more int
+}
+
+func (u *unknownCapabilities) add(c configv1.ClusterVersionCapability) {
+	if len(u.first) == maxNamedUnknownCapabilities && c > u.first[len(u.first)-1] {
+		u.more++
+		return
+	}
+	i, found := slices.BinarySearch(u.first, c)
+	switch {
+	case found:
+	case i == maxNamedUnknownCapabilities:
+		u.more++
+	default:
+		if len(u.first) == maxNamedUnknownCapabilities {
+			u.first = u.first[:maxNamedUnknownCapabilities-1]
+			u.more++
+		}
+		u.first = slices.Insert(u.first, i, c)
+	}
+}
+
+func (u unknownCapabilities) String() string {
+	s := joinCapabilities(u.first)
+	if u.more > 0 {
+		s += fmt.Sprintf(" and %d more", u.more)
+	}
+	return s
+}
+
 // requestedCapabilities is what spec asks for: its baseline set and its
-// additional capabilities. An unknown set contributes nothing.
-func requestedCapabilities(spec *configv1.ClusterVersionCapabilitiesSpec) (sets.Set[configv1.ClusterVersionCapability], error) {
+// additional capabilities, each given to keep, which keeps the known ones
+// in the set. An unknown set contributes nothing.
+func requestedCapabilities(spec *configv1.ClusterVersionCapabilitiesSpec,
+	keep func(sets.Set[configv1.ClusterVersionCapability], []configv1.ClusterVersionCapability)) (sets.Set[configv1.ClusterVersionCapability], error) {
 	set := DefaultCapabilitySet
 	if spec != nil && spec.BaselineCapabilitySet != "" {
 		set = spec.BaselineCapabilitySet
@@ -66,9 +117,10 @@ func requestedCapabilities(spec *configv1.ClusterVersionCapabilitiesSpec) (sets.
 	if !ok {
 		err = fmt.Errorf("unknown baseline capability set %q; known sets are %s", set, strings.Join(KnownCapabilitySets(), ", "))
 	}
-	requested := sets.New(baseline...)
+	requested := sets.New[configv1.ClusterVersionCapability]()
+	keep(requested, baseline)
 	if spec != nil {
-		requested.Insert(spec.AdditionalEnabledCapabilities...)
+		keep(requested, spec.AdditionalEnabledCapabilities)
 	}
 	return requested, err
 }

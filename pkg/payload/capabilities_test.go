@@ -3,6 +3,7 @@ package payload
 import (
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -67,6 +68,51 @@ func TestResolveCapabilities(t *testing.T) {
 				t.Errorf("Status() = %+v, not %+v", st, got)
 			}
 		})
+	}
+}
+
+// manyUnknown is a spec of None with Console and n capabilities no
+// release knows, given in descending order.
+func manyUnknown(n int) *configv1.ClusterVersionCapabilitiesSpec {
+	spec := &configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: configv1.ClusterVersionCapabilitySetNone, AdditionalEnabledCapabilities: capList{"Console"}}
+	for i := range n {
+		spec.AdditionalEnabledCapabilities = append(spec.AdditionalEnabledCapabilities, configv1.ClusterVersionCapability(fmt.Sprintf("Unknown%06d", n-1-i)))
+	}
+	return spec
+}
+
+// allocated is how many bytes f allocates.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestResolveCapabilitiesOfManyUnknownNamesTheFirst: a spec may list
+// any number of unknown capabilities. The error names the first ten, in
+// sorted order, counts the rest, and resolving keeps nothing of them: it
+// allocates the same for 100,000 as for one.
+func TestResolveCapabilitiesOfManyUnknownNamesTheFirst(t *testing.T) {
+	spec := manyUnknown(100_000)
+	spec.AdditionalEnabledCapabilities = append(spec.AdditionalEnabledCapabilities, "Unknown000003", "Unknown000001")
+	got, err := ResolveCapabilities(spec, capList{"Unknown000000", "Build"})
+	if !slices.Equal(got.Enabled, capList{"Build", "Console"}) || !slices.Equal(got.Implicit, capList{"Build"}) {
+		t.Errorf("Enabled %v, Implicit %v; want Build and Console, Build implicit", got.Enabled, got.Implicit)
+	}
+	want := "unknown capabilities Unknown000000, Unknown000001, Unknown000002, Unknown000003, Unknown000004, Unknown000005, " +
+		"Unknown000006, Unknown000007, Unknown000008, Unknown000009 and 99990 more; known capabilities are "
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("error %v, want it to contain %q", err, want)
+	}
+
+	one := manyUnknown(1)
+	small := allocated(func() { _, _ = ResolveCapabilities(one, nil) })
+	large := allocated(func() { _, _ = ResolveCapabilities(spec, nil) })
+	t.Logf("ResolveCapabilities allocates %d bytes with 1 unknown capability, %d with 100,000", small, large)
+	if large > small+4<<10 {
+		t.Errorf("ResolveCapabilities allocates %d bytes with 100,000 unknown capabilities, %d with one: it keeps what it drops", large, small)
 	}
 }
 

@@ -115,12 +115,14 @@ type Candidate struct {
 func Candidates(rel *payload.Release) []Candidate {
 	byComponent := map[string]*Candidate{}
 	var order []string
+	ships := shippedCRDs(rel)
 	for _, m := range rel.Manifests {
-		id := m.ID()
-		if !m.Delete() || !m.IsCRD() || m.Component == "" ||
+		// The kind first: reading annotations copies them.
+		if !m.IsCRD() || m.Component == "" || !m.Delete() ||
 			m.Obj.GetAnnotations()[payload.OperandCleanupAnnotation] != payload.OperandCleanupSupported {
 			continue
 		}
+		id := m.ID()
 		c, ok := byComponent[m.Component]
 		if !ok {
 			c = &Candidate{Component: m.Component}
@@ -128,7 +130,7 @@ func Candidates(rel *payload.Release) []Candidate {
 			order = append(order, m.Component)
 		}
 		crd := CRD{Name: id.Name, File: m.Position(), Namespaces: namespaces(m)}
-		crd.Skip = releaseSkip(rel, m)
+		crd.Skip = ships[id].skip(m)
 		c.CRDs = append(c.CRDs, crd)
 	}
 	for _, m := range rel.Manifests {
@@ -164,21 +166,62 @@ func namespaces(m *payload.Manifest) []string {
 	return out
 }
 
-// releaseSkip judges rules 2 and 4 for the CRD that m deletes.
-func releaseSkip(rel *payload.Release, m *payload.Manifest) *Note {
-	id := m.ID()
-	for _, other := range rel.Manifests {
-		if other == m || other.ID() != id {
+// crdShips is what a release does with one CRD, enough to judge rules 2
+// and 4 for any of its manifests: the first manifest naming it, the first
+// of another component than that one, and the first that keeps it.
+type crdShips struct {
+	first, otherComponent, kept shipped
+}
+
+// shipped is a manifest with its position in the release; m is nil for none.
+type shipped struct {
+	m  *payload.Manifest
+	at int
+}
+
+// shippedCRDs indexes the CRD manifests of rel by the CRD they name, once,
+// so that judging each CRD does not scan the whole release again.
+func shippedCRDs(rel *payload.Release) map[payload.ObjectID]*crdShips {
+	out := map[payload.ObjectID]*crdShips{}
+	for i, m := range rel.Manifests {
+		if !m.IsCRD() {
 			continue
 		}
-		if other.Component != m.Component {
-			return &Note{CRD: id.Name, Rule: RuleSingleOwner, Message: fmt.Sprintf("component %s (%s) also ships %s", other.Component, other.Position(), id.Name)}
+		id := m.ID()
+		s := out[id]
+		if s == nil {
+			s = &crdShips{first: shipped{m, i}}
+			out[id] = s
 		}
-		if !other.Delete() {
-			return &Note{CRD: id.Name, Rule: RuleNotReplaced, Message: fmt.Sprintf("the release ships %s again (%s)", id.Name, other.Position())}
+		if s.otherComponent.m == nil && m.Component != s.first.m.Component {
+			s.otherComponent = shipped{m, i}
+		}
+		if s.kept.m == nil && !m.Delete() {
+			s.kept = shipped{m, i}
 		}
 	}
-	return nil
+	return out
+}
+
+// skip judges rules 2 and 4 for the CRD that m, one of its delete
+// manifests, deletes: the first manifest of another component, or that
+// keeps the CRD, decides, as a scan of the release in payload order would.
+func (s *crdShips) skip(m *payload.Manifest) *Note {
+	other := s.otherComponent
+	if s.first.m.Component != m.Component {
+		other = s.first
+	}
+	if s.kept.m != nil && (other.m == nil || s.kept.at < other.at) {
+		other = s.kept
+	}
+	if other.m == nil {
+		return nil
+	}
+	name := m.ID().Name
+	if other.m.Component != m.Component {
+		return &Note{CRD: name, Rule: RuleSingleOwner, Message: fmt.Sprintf("component %s (%s) also ships %s", other.m.Component, other.m.Position(), name)}
+	}
+	return &Note{CRD: name, Rule: RuleNotReplaced, Message: fmt.Sprintf("the release ships %s again (%s)", name, other.m.Position())}
 }
 
 // APIUser returns a manifest rel keeps (does not delete) whose kind the

@@ -2,6 +2,7 @@ package cleanup
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -47,8 +48,10 @@ func (s State) Open() bool {
 const (
 	maxNamedPerKind = 10
 	maxNamed        = 50
-	maxNotes        = 10
-	maxNoteLen      = 512
+	// maxDescribedKinds bounds the kinds a status message lists.
+	maxDescribedKinds = 50
+	maxNotes          = 10
+	maxNoteLen        = 512
 )
 
 // Operand is one custom resource a cleanup waits for.
@@ -168,36 +171,62 @@ func waiting(prev *Record, component, release, why string, now time.Time) Record
 }
 
 // Describe is the status message of a running cleanup: the count, then
-// what remains, per kind, with the named operands.
+// what remains, per kind, with the named operands. A stored record may
+// hold far more than a cleanup names, so the message lists the first
+// maxDescribedKinds kinds and the names within the bounds of Count.Add.
 func (r *Record) Describe() string {
-	msg := fmt.Sprintf("waiting for operator to finish cleanup for %d CRs", r.Total())
+	var b strings.Builder
+	fmt.Fprintf(&b, "waiting for operator to finish cleanup for %d CRs", r.Total())
 	if r.Component != "" {
-		msg += fmt.Sprintf(" of component %s", r.Component)
+		fmt.Fprintf(&b, " of component %s", r.Component)
 	}
-	kinds := make([]string, 0, len(r.Remaining))
-	for k := range r.Remaining {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
-	var parts []string
+	kinds := firstKinds(r.Remaining, maxDescribedKinds)
+	names := make(map[string][]string, len(kinds))
 	for _, k := range kinds {
-		var names []string
-		for _, op := range r.Named {
-			if op.Kind == k {
-				names = append(names, op.String())
+		names[k] = nil
+	}
+	named := 0
+	for _, op := range r.Named {
+		if named == maxNamed {
+			break
+		}
+		if list, listed := names[op.Kind]; listed && len(list) < maxNamedPerKind {
+			names[op.Kind] = append(list, op.String())
+			named++
+		}
+	}
+	for i, k := range kinds {
+		sep := "; "
+		if i == 0 {
+			sep = "; remaining "
+		}
+		fmt.Fprintf(&b, "%s%d %s", sep, r.Remaining[k], k)
+		if list := names[k]; len(list) > 0 {
+			b.WriteString(": " + strings.Join(list, ", "))
+			if more := r.Remaining[k] - len(list); more > 0 {
+				fmt.Fprintf(&b, " and %d more", more)
 			}
 		}
-		part := fmt.Sprintf("%d %s", r.Remaining[k], k)
-		if len(names) > 0 {
-			part += ": " + strings.Join(names, ", ")
-			if more := r.Remaining[k] - len(names); more > 0 {
-				part += fmt.Sprintf(" and %d more", more)
-			}
+	}
+	if more := len(r.Remaining) - len(kinds); more > 0 {
+		fmt.Fprintf(&b, "; and %d more kinds", more)
+	}
+	return b.String()
+}
+
+// firstKinds returns the first n kinds of remaining in sorted order,
+// without sorting them all.
+func firstKinds(remaining map[string]int, n int) []string {
+	first := make([]string, 0, min(n, len(remaining)))
+	for k := range remaining {
+		if len(first) == n && k >= first[n-1] {
+			continue
 		}
-		parts = append(parts, part)
+		i, _ := slices.BinarySearch(first, k)
+		if len(first) == n {
+			first = first[:n-1]
+		}
+		first = slices.Insert(first, i, k)
 	}
-	if len(parts) > 0 {
-		msg += "; remaining " + strings.Join(parts, "; ")
-	}
-	return msg
+	return first
 }
