@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -305,16 +306,23 @@ func TestWorstConditionalGroupCostsASyncLittle(t *testing.T) {
 	syncAllocates := func(targets int) uint64 {
 		c, _ := budgetCluster(t, worstConditionalGraph(targets), nil)
 		c.sync(t)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		c.sync(t)
-		runtime.ReadMemStats(&after)
+		// The least of three syncs: the process's other goroutines
+		// (informers, timers) allocate now and then, and TotalAlloc counts
+		// theirs too.
+		least := uint64(math.MaxUint64)
+		for range 3 {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			c.sync(t)
+			runtime.ReadMemStats(&after)
+			least = min(least, after.TotalAlloc-before.TotalAlloc)
+		}
 		cv := wantWithinBudget(t, c)
 		wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "")
 		// One entry's risks alone are over the budget.
 		wantCondition(t, cv, ConditionStatusTruncated, configv1.ConditionTrue, ReasonStatusLimits,
 			fmt.Sprintf("conditionalUpdates keeps the first 0 of %d entries", targets))
-		return after.TotalAlloc - before.TotalAlloc
+		return least
 	}
 	small := syncAllocates(25)
 	t.Logf("a sync allocates %d MiB with 25 targets", small>>20)
