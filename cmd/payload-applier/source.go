@@ -172,13 +172,6 @@ func checkDir(dir string) error {
 	return nil
 }
 
-// payloadDir is the directory of the payload arg names, following
-// sourceRule; what it says of a pulled image goes to log.
-func (f *registryFlags) payloadDir(ctx context.Context, log io.Writer, arg string) (string, error) {
-	dir, _, err := f.payloadSource(ctx, log, arg)
-	return dir, err
-}
-
 // payloadSource is the directory of the payload arg names, following
 // sourceRule, and for an image its pull spec by digest ("" for a
 // directory). The image is pulled unverified: what it says of it goes to
@@ -210,4 +203,10 @@ func (f *registryFlags) payloadSource(ctx context.Context, log io.Writer, arg st
 	}
 	fmt.Fprintf(log, "release image %s: %s, %s into %s\n", ref, e.Digest, how, e.Dir)
 	return e.Dir, byDigest.String(), nil
+}
+
+// unverifiedNotice is what plan and lint say of an image they read: they
+// check no signature.
+func unverifiedNotice(image string) string {
+	return fmt.Sprintf("release image %s was not verified", image)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,40 @@ func TestAPayloadNamedBothWaysIsRefused(t *testing.T) {
 	}
 	if _, stderr, code := planCLI(t, "plan", "--payload", "dir:"); code != exitUsage || !strings.Contains(stderr, "dir: names no directory") {
 		t.Errorf("plan --payload dir:: exit %d, %s", code, stderr)
+	}
+}
+
+// TestPlanAndLintSayAnImageWasNotVerified: they read release images
+// without checking signatures, and say so in every output.
+func TestPlanAndLintSayAnImageWasNotVerified(t *testing.T) {
+	host := startRegistry(t)
+	image := packTo(t, planPayload, host+"/demo/release:1.0.0")
+	notice := "release image " + image + " was not verified"
+
+	stdout, stderr, code := planCLI(t, "plan", "--payload", image, "-o", "json")
+	var doc struct {
+		Image    string `json:"image"`
+		Verified *bool  `json:"verified"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); code != exitOK || err != nil || doc.Image != image || doc.Verified == nil || *doc.Verified {
+		t.Errorf("plan -o json of %s: exit %d, %v, image %q verified %v; want verified false\n%s", image, code, err, doc.Image, doc.Verified, stderr)
+	}
+	if stdout, _, _ := planCLI(t, "plan", "--payload", image); !strings.Contains(stdout, notice) {
+		t.Errorf("plan text output lacks %q:\n%s", notice, stdout)
+	}
+	if stdout, _, _ := planCLI(t, "plan", "--payload", planPayload, "-o", "json"); strings.Contains(stdout, `"verified"`) {
+		t.Errorf("plan -o json of a directory says verified:\n%s", stdout)
+	}
+
+	for output, where := range map[string]string{"text": "stdout", "github": "stdout", "json": "stderr", "sarif": "stderr"} {
+		stdout, stderr, _ := execute(t, "lint", "-o", output, "--previous", image, planPayload)
+		got := map[string]string{"stdout": stdout, "stderr": stderr}[where]
+		if !strings.Contains(got, notice) {
+			t.Errorf("lint -o %s --previous %s: %s lacks %q:\n%s", output, image, where, notice, got)
+		}
+	}
+	if stdout, _, _ := execute(t, "lint", "-o", "github", image); !strings.Contains(stdout, "::warning title=unverified release image::"+notice) {
+		t.Errorf("lint -o github of %s: no warning annotation:\n%s", image, stdout)
 	}
 }
 
