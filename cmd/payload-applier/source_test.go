@@ -33,6 +33,7 @@ func TestAPayloadNamedBothWaysIsRefused(t *testing.T) {
 
 	for _, args := range [][]string{
 		{"plan", "--payload", ref},
+		{"apply", "--payload", ref},
 		{"lint", ref},
 		{"lint", "--previous", ref, "dir:" + ref},
 	} {
