@@ -80,7 +80,7 @@ a release image that cannot be retrieved; 3 refused by a precondition or by
 the verification of a release image.
 
 ` + sourceRule + ` Nothing of a release is applied unless all of it is
-pulled, extracted, loaded and, for an update, verified; when it is
+pulled, extracted, loaded and, for an update, verified or forced; when it is
 refused, the release the cluster runs is reconciled instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
