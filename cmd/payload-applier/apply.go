@@ -20,6 +20,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/signature"
 )
 
 type applyOptions struct {
@@ -267,7 +268,7 @@ func applyExit(out *operator.Outcome, what string) error {
 		return withExitCode(exitRefused, fmt.Errorf("update to %s refused, nothing of it was applied: %w%s", target, out.Refused, hint))
 	case out.VerifyErr != nil && out.Applied != out.Target, errors.As(out.RetrieveErr, &unverified):
 		// Forced, the target is applied and VerifyErr is its recorded risk.
-		return withExitCode(exitRefused, fmt.Errorf("release %s refused, nothing of it was applied: %w (--force applies it, recording the risk)", target, cmp.Or(out.VerifyErr, out.RetrieveErr)))
+		return withExitCode(exitRefused, fmt.Errorf("release %s refused, nothing of it was applied: %s (--force applies it, recording the risk)", target, verificationMessage(cmp.Or(out.VerifyErr, out.RetrieveErr))))
 	case out.RetrieveErr != nil:
 		return withExitCode(exitUsage, fmt.Errorf("release image %s cannot be retrieved, nothing was applied from it: %w", target, out.RetrieveErr))
 	case out.LoadErr != nil:
@@ -285,6 +286,15 @@ func applyExit(out *operator.Outcome, what string) error {
 		return withExitCode(exitFailed, fmt.Errorf("%d delete(s) refused: %s", len(out.Result.Deletes.Refused), out.Result.Deletes.Refused[0].LastError))
 	}
 	return nil
+}
+
+// verificationMessage is err as ReleaseAccepted says it.
+func verificationMessage(err error) string {
+	var se *signature.Error
+	if errors.As(err, &se) {
+		return se.Message()
+	}
+	return err.Error()
 }
 
 func writeApplyText(w io.Writer, out *operator.Outcome) {

@@ -8,6 +8,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/signature"
 )
 
 // TestApplyExitsThreeOnAnUnverifiedImage: a release image the operator
@@ -15,7 +16,7 @@ import (
 // applied, it exits 0.
 func TestApplyExitsThreeOnAnUnverifiedImage(t *testing.T) {
 	const image = "quay.io/example/release@sha256:0123"
-	unverified := errors.New("The update cannot be verified: no signature")
+	unverified := &signature.Error{Digest: "sha256:0123", Err: errors.New("no signature")}
 	complete := &apply.SyncResult{Total: 1, Done: 1}
 	tests := map[string]struct {
 		out      operator.Outcome
