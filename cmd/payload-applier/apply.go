@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
+	"github.com/payload-applier/payload-applier/pkg/signature"
 )
 
 type applyOptions struct {
@@ -61,20 +64,32 @@ or --ignore-lease lets it write beside it. A Lease that looks abandoned is
 taken only after apply has seen it unchanged for its duration, so a holder
 whose clock lags keeps it.
 
+A release image is read as 'start' reads spec.desiredUpdate.image: apply
+resolves a tag to its digest (one HEAD; both are printed) and asks the
+operator for the image by digest, and the operator verifies it, once the
+cluster runs a release, with the keys of that release (its verification
+ConfigMap) before reading anything of the image but its digest. An image
+that cannot be verified is refused (exit 3) unless --force, which applies
+it and records the risk in the history (verified: false, and the reason
+in acceptedRisks). An install is not verified, as in the CVO. A
+directory is not verified either.
+
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, a delete the safety gate refused, or a delete ledger that cannot
-be read (applies still run; no delete does); 2 invalid input or payload;
-3 refused by a precondition.
+be read (applies still run; no delete does); 2 invalid input or payload, or
+a release image that cannot be retrieved; 3 refused by a precondition or by
+the verification of a release image.
 
-` + sourceRule + ` Nothing is applied unless all of the
-image is pulled, extracted and loaded.`,
+` + sourceRule + ` Nothing of a release is applied unless all of it is
+pulled, extracted, loaded and, for an update, verified or forced; when it is
+refused, the release the cluster runs is reconciled instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
 	o.cluster.add(cmd)
 	cmd.Flags().StringVar(&o.payloadDir, "payload", "", "release payload directory or release image (required)")
 	o.registry.addPull(cmd)
-	cmd.Flags().BoolVar(&o.force, "force", false, "apply even when preconditions fail; the failures are recorded as accepted risks")
+	cmd.Flags().BoolVar(&o.force, "force", false, "apply even when preconditions or a release image's verification fail; the failures are recorded as accepted risks")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long; 0 means no limit")
 	cmd.Flags().IntVar(&o.parallelism, "parallelism", 0, "concurrent graph nodes; 0 uses the mode's default")
 	addStrictOrder(cmd, &o.strictOrder)
@@ -105,18 +120,6 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
-	dir, image, err := o.registry.payloadSource(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
-	if err != nil {
-		return withExitCode(exitUsage, fmt.Errorf("payload %s rejected, nothing was applied:\n%w", o.payloadDir, err))
-	}
-	rel, err := payload.Load(dir, payload.DefaultLoadOptions())
-	if err != nil {
-		return withExitCode(exitUsage, fmt.Errorf("payload %s rejected, nothing was applied:\n%w", o.payloadDir, err))
-	}
-	cfg, err := o.cluster.restConfig()
-	if err != nil {
-		return withExitCode(exitUsage, err)
-	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.timeout > 0 {
@@ -124,11 +127,21 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
 	}
+	src, err := o.source(ctx, cmd.ErrOrStderr())
+	if err != nil {
+		return withExitCode(exitUsage, fmt.Errorf("payload %s rejected, nothing was applied:\n%w", o.payloadDir, err))
+	}
+	cfg, err := o.cluster.restConfig()
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:    operator.LoadedRelease{Release: rel, Image: image},
-		Namespace:   o.cluster.namespace,
-		Sync:        apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
-		UpdateGraph: graphSource(o.updateGraph),
+		Releases:        src.releases,
+		Puller:          src.puller,
+		ReleasePlatform: o.registry.platform,
+		Namespace:       o.cluster.namespace,
+		Sync:            apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
+		UpdateGraph:     graphSource(o.updateGraph),
 		// One sync: it reads the graph itself, waiting at most this long.
 		UpdateGraphTimeout: o.graphWait,
 
@@ -144,7 +157,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	defer op.Shutdown()
 	var out *operator.Outcome
 	sync := func(ctx context.Context) error {
-		if err := op.RequestRelease(ctx, rel.Version, o.force); err != nil {
+		if err := src.request(ctx, op, o.force); err != nil {
 			return err
 		}
 		events := make(chan apply.Event, 64)
@@ -183,20 +196,83 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	} else {
 		writeApplyText(cmd.OutOrStdout(), out)
 	}
-	return applyExit(out)
+	return applyExit(out, src.what)
 }
 
-// applyExit maps an outcome to the documented exit codes.
-func applyExit(out *operator.Outcome) error {
+// applySource is what apply asks the operator for: a directory's release,
+// loaded by the CLI, or a release image by digest, which the operator
+// retrieves and verifies itself, as it does for 'start'.
+type applySource struct {
+	releases operator.ReleaseSource
+	puller   *releaseimage.Puller
+	// what names the release in messages: its version, or the image.
+	what    string
+	request func(ctx context.Context, op *operator.Operator, force bool) error
+}
+
+// source reads --payload by sourceRule. Only a directory is read here: an
+// image is resolved to its digest, and nothing of it is pulled before the
+// operator has judged that digest.
+func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource, error) {
+	arg, err := parsePayloadArg(o.payloadDir)
+	if err != nil {
+		return nil, err
+	}
+	if arg.image == nil {
+		if err := checkDir(arg.dir); err != nil {
+			return nil, err
+		}
+		rel, err := payload.Load(arg.dir, payload.DefaultLoadOptions())
+		if err != nil {
+			return nil, err
+		}
+		return &applySource{releases: operator.LoadedRelease{Release: rel}, what: rel.Version,
+			request: func(ctx context.Context, op *operator.Operator, force bool) error {
+				return op.RequestRelease(ctx, rel.Version, force)
+			}}, nil
+	}
+	p, err := o.registry.puller()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := p.Resolve(ctx, *arg.image)
+	if err != nil {
+		return nil, err
+	}
+	image := ref.String()
+	if !arg.image.ByDigest() {
+		fmt.Fprintf(log, "release image %s is %s\n", arg.image, image)
+	}
+	if e, ok := p.Cached(ref.Digest(), o.registry.platform); ok {
+		fmt.Fprintf(log, "release image %s: %s, cached in %s\n", image, e.Digest, e.Dir)
+	}
+	return &applySource{
+		// No release store: the releases are read by image only.
+		releases: &operator.DirStore{}, puller: p, what: image,
+		request: func(ctx context.Context, op *operator.Operator, force bool) error {
+			return op.RequestImage(ctx, image, force)
+		}}, nil
+}
+
+// applyExit maps an outcome to the documented exit codes; what names the
+// release asked for.
+func applyExit(out *operator.Outcome, what string) error {
+	target := cmp.Or(out.Target, what)
+	var unverified *releaseimage.VerificationError
 	switch {
 	case out.Refused != nil:
 		hint := ""
 		if out.Upgradeable.Reason == operator.ReasonDeletionInProgress {
 			hint = "\n(apply the release the cluster runs again to carry its pending deletes forward)"
 		}
-		return withExitCode(exitRefused, fmt.Errorf("update to %s refused, nothing of it was applied: %w%s", out.Target, out.Refused, hint))
+		return withExitCode(exitRefused, fmt.Errorf("update to %s refused, nothing of it was applied: %w%s", target, out.Refused, hint))
+	case out.VerifyErr != nil && out.Applied != out.Target, errors.As(out.RetrieveErr, &unverified):
+		// Forced, the target is applied and VerifyErr is its recorded risk.
+		return withExitCode(exitRefused, fmt.Errorf("release %s refused, nothing of it was applied: %s (--force applies it, recording the risk)", target, verificationMessage(cmp.Or(out.VerifyErr, out.RetrieveErr))))
+	case out.RetrieveErr != nil:
+		return withExitCode(exitUsage, fmt.Errorf("release image %s cannot be retrieved, nothing was applied from it: %w", target, out.RetrieveErr))
 	case out.LoadErr != nil:
-		return withExitCode(exitUsage, fmt.Errorf("release %s rejected: %w", out.Target, out.LoadErr))
+		return withExitCode(exitUsage, fmt.Errorf("release %s rejected, nothing was applied from it: %w", target, out.LoadErr))
 	case out.Result == nil:
 		return withExitCode(exitFailed, fmt.Errorf("nothing was applied"))
 	case !out.Result.Complete():
@@ -212,12 +288,24 @@ func applyExit(out *operator.Outcome) error {
 	return nil
 }
 
+// verificationMessage is err as ReleaseAccepted says it.
+func verificationMessage(err error) string {
+	var se *signature.Error
+	if errors.As(err, &se) {
+		return se.Message()
+	}
+	return err.Error()
+}
+
 func writeApplyText(w io.Writer, out *operator.Outcome) {
 	res := out.Result
 	if res == nil {
 		return
 	}
 	fmt.Fprintf(w, "release %s (%s): %d of %d applied\n", res.Release, res.Mode, res.Done, res.Total)
+	if out.AcceptedRisks != "" {
+		fmt.Fprintf(w, "accepted risks: %s\n", out.AcceptedRisks)
+	}
 	for _, e := range res.Errors {
 		fmt.Fprintf(w, "  error: %v\n", e)
 	}
@@ -245,17 +333,21 @@ func finalizerNote(d deletion.Record) string {
 
 // applyJSON is the machine-readable result of `apply -o json`.
 type applyJSON struct {
-	Target      string                                  `json:"target"`
-	Applied     string                                  `json:"applied,omitempty"`
-	Mode        string                                  `json:"mode,omitempty"`
-	Done        int                                     `json:"done"`
-	Total       int                                     `json:"total"`
-	Refused     string                                  `json:"refused,omitempty"`
-	LoadError   string                                  `json:"loadError,omitempty"`
-	Errors      []string                                `json:"errors"`
-	Objects     []objectJSON                            `json:"objects"`
-	Deletes     []deletion.Record                       `json:"deletesInProgress"`
-	Upgradeable configv1.ClusterOperatorStatusCondition `json:"upgradeable"`
+	Target  string `json:"target"`
+	Applied string `json:"applied,omitempty"`
+	Mode    string `json:"mode,omitempty"`
+	Done    int    `json:"done"`
+	Total   int    `json:"total"`
+	Refused string `json:"refused,omitempty"`
+	// VerifyError is why a release image was not verified, whether or not
+	// --force let it through; AcceptedRisks what --force accepted.
+	VerifyError   string                                  `json:"verifyError,omitempty"`
+	AcceptedRisks string                                  `json:"acceptedRisks,omitempty"`
+	LoadError     string                                  `json:"loadError,omitempty"`
+	Errors        []string                                `json:"errors"`
+	Objects       []objectJSON                            `json:"objects"`
+	Deletes       []deletion.Record                       `json:"deletesInProgress"`
+	Upgradeable   configv1.ClusterOperatorStatusCondition `json:"upgradeable"`
 }
 
 type objectJSON struct {
@@ -274,6 +366,10 @@ func writeApplyJSON(w io.Writer, out *operator.Outcome) error {
 	if out.LoadErr != nil {
 		doc.LoadError = out.LoadErr.Error()
 	}
+	if out.VerifyErr != nil {
+		doc.VerifyError = out.VerifyErr.Error()
+	}
+	doc.AcceptedRisks = out.AcceptedRisks
 	if res := out.Result; res != nil {
 		doc.Done, doc.Total = res.Done, res.Total
 		for _, e := range res.Errors {

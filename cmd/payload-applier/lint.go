@@ -110,7 +110,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 	opts.Profile = &o.profile
 	opts.EnabledFeatureGates = payload.DefaultFeatureGates(o.profile)
 
-	dir, err := o.registry.payloadDir(ctx, stderr, source)
+	dir, image, err := o.registry.payloadSource(ctx, stderr, source)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot load %s: %w", source, err))
 	}
@@ -119,10 +119,11 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 		return withExitCode(exitUsage, fmt.Errorf("cannot load %s: %w", source, err))
 	}
 	lintOpts := payload.LintOptions{}
+	unverified := []string{image}
 	if o.previous != "" {
 		// The previous release is a reference, not under test: its own
 		// findings are not reported.
-		prevDir, err := o.registry.payloadDir(ctx, stderr, o.previous)
+		prevDir, prevImage, err := o.registry.payloadSource(ctx, stderr, o.previous)
 		if err != nil {
 			return withExitCode(exitUsage, fmt.Errorf("cannot load the previous release %s: %w", o.previous, err))
 		}
@@ -131,9 +132,10 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 			return withExitCode(exitUsage, fmt.Errorf("cannot load the previous release %s: %w", o.previous, err))
 		}
 		lintOpts.Previous = prev.Filter(opts)
+		unverified = append(unverified, prevImage)
 	}
 	if o.fix {
-		if all, findings, err = lintFix(fixOutput(o.output, stdout, stderr), source, dir, all, lintOpts.Previous, opts); err != nil {
+		if all, findings, err = lintFix(fixOutput(o.output, stdout, stderr), source, image, dir, all, lintOpts.Previous, opts); err != nil {
 			return err
 		}
 	}
@@ -143,6 +145,11 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 	write := func() error { return printFindings(stdout, findings, o.output) }
 	if o.output == "sarif" {
 		write = func() error { return printSARIF(stdout, findings, dir, o.pathPrefix) }
+	}
+	for _, image := range unverified {
+		if image != "" {
+			printUnverified(stdout, stderr, o.output, image)
+		}
 	}
 	if err := write(); err != nil {
 		return withExitCode(exitUsage, err)
@@ -163,6 +170,19 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, source string, o lin
 	}
 	fmt.Fprintln(stderr, summary)
 	return nil
+}
+
+// printUnverified says that lint read image without verifying it: in the
+// text and github outputs, on stderr beside the json and sarif documents.
+func printUnverified(stdout, stderr io.Writer, format, image string) {
+	switch format {
+	case "text":
+		fmt.Fprintln(stdout, unverifiedNotice(image))
+	case "github":
+		fmt.Fprintf(stdout, "::warning title=unverified release image::%s\n", githubData(unverifiedNotice(image)))
+	default:
+		fmt.Fprintln(stderr, unverifiedNotice(image))
+	}
 }
 
 func (o lintOptions) validate() error {

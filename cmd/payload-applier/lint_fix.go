@@ -23,11 +23,11 @@ documents of a file stay as they were, a file is rewritten atomically and
 only when its re-parse shows exactly the intended change, and a second
 run changes nothing. DIR must be a directory, not a release image.`
 
-// lintFix runs the fixes of lint --fix on all, loaded from dir, prints
-// each change to w and returns the payload as it now is, with its load
-// findings.
-func lintFix(w io.Writer, source, dir string, all, previous *payload.Release, filter payload.LoadOptions) (*payload.Release, []payload.Finding, error) {
-	if dir != source {
+// lintFix runs the fixes of lint --fix on all, loaded from dir (pulled
+// from image, when set), prints each change to w and returns the payload
+// as it now is, with its load findings.
+func lintFix(w io.Writer, source, image, dir string, all, previous *payload.Release, filter payload.LoadOptions) (*payload.Release, []payload.Finding, error) {
+	if image != "" {
 		return nil, nil, withExitCode(exitUsage, fmt.Errorf("--fix needs a payload directory, not the release image %s", source))
 	}
 	changes, err := payload.Fix(all, payload.FixOptions{Filter: filter, Previous: previous})

@@ -100,6 +100,7 @@ server-side apply with dryRun=All, which the apiserver does not persist.
 
 --output json is a stable contract:
   {"release": "<version>", "mode": "<mode>",
+   "image": "<registry/repository@sha256:...>", "verified": false,
    "acceptance": {"checked": <bool>, "accepted": <bool>, "message": "...",
                   "adminAcks": {"pending": [{"key": "ack-<x.y>-...", "version": "<x.y>",
                                 "text": "...", "url": "..."}], "problems": ["..."],
@@ -114,8 +115,10 @@ server-side apply with dryRun=All, which the apiserver does not persist.
      "tasks": [{"file": "...", "line": 1, "group": "...", "version": "...",
                 "kind": "...", "namespace": "...", "name": "...",
                 "action": "...", "reason": "...", "wave": <n>}]}]}
-Every key is always present (but "conditionalUpdate", absent without risks),
-"after" and "tasks" are never null, and "file"
+Every key is always present (but "conditionalUpdate", absent without risks,
+and "image" and "verified", absent for a directory: plan reads a release
+image without verifying it, and says so), "after" and "tasks" are never
+null, and "file"
 is relative to the payload directory. A node's id is its position in "nodes":
   - first the apply graph's nodes, with the graph's ids. A node without tasks
     is a join that links parallel nodes.
@@ -174,7 +177,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	}
 	loadOpts := payload.ProfileLoadOptions(o.profile)
 	o.load = loadOpts
-	dir, err := o.registry.payloadDir(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
+	dir, image, err := o.registry.payloadSource(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
 	}
@@ -203,6 +206,9 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	doc := newPlanDoc(plan)
 	doc.Acceptance = acceptance
 	doc.Capabilities = caps
+	if image != "" {
+		doc.Image, doc.Verified = image, new(bool)
+	}
 	w := cmd.OutOrStdout()
 	switch o.output {
 	case "json":
@@ -210,6 +216,9 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(doc)
 	case "dot":
+		if image != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), unverifiedNotice(image))
+		}
 		_, err = io.WriteString(w, doc.dot())
 	default:
 		_, err = io.WriteString(w, doc.text(plan.Live))
@@ -399,6 +408,10 @@ type planDoc struct {
 	Acceptance   planAcceptance   `json:"acceptance"`
 	Capabilities planCapabilities `json:"capabilities"`
 	Nodes        []planNode       `json:"nodes"`
+	// Image and Verified are set for a release image, which plan reads
+	// unverified.
+	Image    string `json:"image,omitempty"`
+	Verified *bool  `json:"verified,omitempty"`
 
 	steps [][]int // the apply graph's Steps; apply node ids are positions in Nodes
 }
@@ -532,6 +545,9 @@ func (d planDoc) text(live bool) string {
 		where = "against the cluster"
 	}
 	fmt.Fprintf(&b, "Release %s, %s mode, planned %s: %s: %s\n", d.Release, d.Mode, where, countNoun(len(all), "manifest"), counts(all))
+	if d.Image != "" {
+		b.WriteString(unverifiedNotice(d.Image) + "\n")
+	}
 	if !live {
 		b.WriteString("Offline, \"apply\" stands for create, update or unchanged; pass --kubeconfig to compare with a cluster.\n")
 	} else {
