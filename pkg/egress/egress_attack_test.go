@@ -300,7 +300,7 @@ func TestAttacksOnEveryEndpoint(t *testing.T) {
 			},
 			{
 				name: "an answer found over the limit while read is refused",
-				skip: skipOver(ep.limit, 64<<20),
+				skip: skipOver(ep.limit, 1<<20),
 				answer: func(<-chan struct{}) http.HandlerFunc {
 					return func(w http.ResponseWriter, r *http.Request) {
 						w.WriteHeader(http.StatusOK)
