@@ -78,7 +78,7 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 		o.rejectRetrieve(cv, out, errNoPuller, now)
 		return nil
 	}
-	req := imageRequest{ref: ref, load: *o.cfg.LoadOptions}
+	req := imageRequest{ref: ref, load: *o.cfg.LoadOptions, force: force}
 	// As in the CVO, the release the cluster runs judges its updates; an
 	// install has none, and its release is not verified.
 	verifying := status.Desired.Version != ""
@@ -99,6 +99,12 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 	case a.err != nil:
 		o.rejectLoad(cv, out, fmt.Errorf("release image %s: %w", image, a.err), now)
 		return nil
+	case a.verifyErr != nil && (!force || a.release == nil):
+		// Refused before anything of the image was read.
+		out.VerifyErr = a.verifyErr
+		msg := verifyMessage(a.verifyErr)
+		o.rejectTarget(cv, ReasonImageVerificationFailed, msg, ReasonImageVerificationFailed, msg, now)
+		return nil
 	}
 	want := out.Target
 	if want != "" && a.release.Version != want {
@@ -113,12 +119,9 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 	}
 	t := &target{image: a.image, verified: verifying && a.verifyErr == nil}
 	if verifying && a.verifyErr != nil {
+		// Forced: verified all the same, and the failure is the risk taken.
 		out.VerifyErr = a.verifyErr
 		msg := verifyMessage(a.verifyErr)
-		if !force {
-			o.rejectTarget(cv, ReasonImageVerificationFailed, msg, ReasonImageVerificationFailed, msg, now)
-			return nil
-		}
 		t.risk = fmt.Sprintf("Target release version=%q image=%q cannot be verified, but continuing anyway because the update was forced: %s",
 			a.release.Version, a.image, msg)
 	}
