@@ -3,14 +3,48 @@ package operator
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 )
+
+// deadRegistry is the transport of an operator whose registry is gone; it
+// counts what it was asked.
+type deadRegistry struct{ asked atomic.Int32 }
+
+func (d *deadRegistry) RoundTrip(*http.Request) (*http.Response, error) {
+	d.asked.Add(1)
+	return nil, errors.New("the registry is gone")
+}
+
+// restart stands in for a new operator process reading the cache through
+// puller: nothing the last one loaded or retrieved is kept.
+func (c *imageCluster) restart(puller *releaseimage.Puller) {
+	c.op.cfg.Puller = puller
+	c.op.images = newImageRetriever(c.clock, puller, "")
+	c.op.releases = map[string]*payload.Release{}
+	c.op.verifier = cachedVerifier{}
+}
+
+// newPuller is a puller on the cluster's cache directory.
+func (c *imageCluster) newPuller(t *testing.T, cfg releaseimage.Config) *releaseimage.Puller {
+	t.Helper()
+	cfg.CacheDir, cfg.Timeout = c.cacheDir, time.Minute
+	p, err := releaseimage.NewPuller(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // servedOfImages is what the registry served since the last Take, but the
 // API version check, GET /v2/, which reads nothing of an image.
@@ -36,6 +70,20 @@ func (c *imageCluster) cacheEntries(t *testing.T) []string {
 		out = append(out, de.Name())
 	}
 	return out
+}
+
+// updateByImage publishes and signs version holding ConfigMap name, and
+// updates to it by digest; it returns the image.
+func (c *imageCluster) updateByImage(t *testing.T, version, name string) string {
+	t.Helper()
+	image := c.publish(t, version, name)
+	c.sign(t, image)
+	c.requestImage(t, image, "", false)
+	c.sync(t)
+	if h := c.clusterVersion(t).Status.History[0]; h.Version != version || h.State != configv1.CompletedUpdate || h.Image != image {
+		t.Fatalf("history[0] = %+v; want %s completed from %s", h, version, image)
+	}
+	return image
 }
 
 // The CVO verifies a release's digest before it downloads anything of it:
@@ -110,5 +158,31 @@ func TestForcingARefusedImageTakesItAtOnce(t *testing.T) {
 	}
 	if !c.exists("forcedlater") {
 		t.Error("the forced release was not applied")
+	}
+}
+
+// Requests for other images never push the running release out of the
+// cache, so that a restart with the registry gone still reconciles it.
+func TestTheRunningReleaseStaysCachedWhateverIsRequested(t *testing.T) {
+	c := newImageCluster(t)
+	c.restart(c.newPuller(t, releaseimage.Config{MaxReleases: 2}))
+	running := c.updateByImage(t, "1.0.1", "running")
+	// 1.0.1 trusts no key; forced, each is read whole into the cache,
+	// then refused for its version.
+	for _, v := range []string{"1.0.2", "1.0.3", "1.0.4"} {
+		image := c.publish(t, v, "other-"+strings.ReplaceAll(v, ".", "-"))
+		c.requestImage(t, image, "9.9.9", true)
+		c.sync(t)
+		wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonVerifyPayloadVersion, "not the requested 9.9.9")
+	}
+	if _, ok := c.op.cfg.Puller.Cached(imageDigest(running), ""); !ok {
+		t.Fatalf("the running release was evicted; the cache holds %v", c.cacheEntries(t))
+	}
+
+	dead := &deadRegistry{}
+	c.restart(c.newPuller(t, releaseimage.Config{MaxReleases: 2, Registry: releaseimage.Registry{Transport: dead}}))
+	out := c.sync(t)
+	if out.CurrentErr != nil || out.Applied != "1.0.1" || out.Mode != graph.ModeReconcile || !out.Result.Complete() {
+		t.Errorf("after a restart without the registry: applied %q in mode %s, current release error %v; want 1.0.1 reconciled", out.Applied, out.Mode, out.CurrentErr)
 	}
 }

@@ -289,25 +289,43 @@ func (o *Operator) verifierFor(ctx context.Context, cv *configv1.ClusterVersion)
 	return verify, key
 }
 
+// pinReleases keeps the releases cv names in the cache whatever else is
+// fetched: requests for other images must not push out the release the
+// cluster runs, which a restart without the registry reads from there.
+func (o *Operator) pinReleases(ctx context.Context, cv *configv1.ClusterVersion) {
+	if o.cfg.Puller == nil {
+		return
+	}
+	if err := o.cfg.Puller.Pin(namedDigests(cv)); err != nil {
+		klog.FromContext(ctx).Error(err, "Pinning the releases history names in the release cache failed")
+	}
+}
+
 // pruneImageCache drops the cached releases that neither history nor the
 // spec names any more; run once an update completed.
 func (o *Operator) pruneImageCache(ctx context.Context, cv *configv1.ClusterVersion) {
 	if o.cfg.Puller == nil {
 		return
 	}
-	var keep []string
-	for _, image := range append([]string{cv.Status.Desired.Image, requestedImage(cv)}, historyImages(cv)...) {
-		if d := imageDigest(image); d != "" {
-			keep = append(keep, d)
-		}
-	}
-	dropped, err := o.cfg.Puller.Prune(keep)
+	dropped, err := o.cfg.Puller.Prune(namedDigests(cv))
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Pruning the release cache failed")
 	}
 	if len(dropped) > 0 {
 		klog.FromContext(ctx).Info("Dropped releases history no longer names from the release cache", "digests", dropped)
 	}
+}
+
+// namedDigests are the digests of the releases cv names: the one desired,
+// the one asked for, and history's.
+func namedDigests(cv *configv1.ClusterVersion) []string {
+	var out []string
+	for _, image := range append([]string{cv.Status.Desired.Image, requestedImage(cv)}, historyImages(cv)...) {
+		if d := imageDigest(image); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func historyImages(cv *configv1.ClusterVersion) []string {
