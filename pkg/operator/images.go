@@ -240,6 +240,16 @@ func (r *imageRetriever) retrieve(ctx context.Context, req imageRequest) *imageA
 	}
 	a.image = req.ref.Repository() + "@" + e.Digest
 	rel, err := payload.Load(e.Dir, req.load)
+	if err != nil && e.FromCache {
+		// What a crash or a full disk left in the cache: read the release
+		// again rather than refuse it for good.
+		klog.FromContext(ctx).Info("A cached release does not load; pulling it again", "image", a.image, "err", err)
+		if e, err = r.pullAgain(ctx, req.ref, e.Digest); err != nil {
+			r.fetchFailed(ctx, a, req.ref, err)
+			return a
+		}
+		rel, err = payload.Load(e.Dir, req.load)
+	}
 	if err != nil {
 		a.stage, a.err = ReasonLoadPayload, err
 		return a
@@ -260,6 +270,19 @@ func (r *imageRetriever) fetchFailed(ctx context.Context, a *imageAnswer, ref re
 	if ctx.Err() == nil {
 		klog.FromContext(ctx).Info("Retrieving a release image failed", "image", ref.String(), "err", err)
 	}
+}
+
+// pullAgain drops digest's cache entry and pulls it anew. By digest and
+// without the gate: that digest was judged by this retrieval already.
+func (r *imageRetriever) pullAgain(ctx context.Context, ref releaseimage.Ref, digest string) (*releaseimage.Extracted, error) {
+	if err := r.puller.Drop(digest); err != nil {
+		return nil, err
+	}
+	byDigest, err := ref.WithDigest(digest)
+	if err != nil {
+		return nil, err
+	}
+	return r.puller.Fetch(ctx, byDigest, releaseimage.FetchOptions{Platform: r.platform})
 }
 
 // verifyMessage is the ReleaseAccepted message of a failed verification.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,6 +85,22 @@ func (c *imageCluster) updateByImage(t *testing.T, version, name string) string 
 		t.Fatalf("history[0] = %+v; want %s completed from %s", h, version, image)
 	}
 	return image
+}
+
+// breakCacheEntry empties the release-metadata of image's cache entry, as
+// a crash can leave it.
+func (c *imageCluster) breakCacheEntry(t *testing.T, image string) {
+	t.Helper()
+	e, ok := c.op.cfg.Puller.Cached(imageDigest(image), "")
+	if !ok {
+		t.Fatalf("%s is not cached", image)
+	}
+	if err := os.WriteFile(filepath.Join(e.Dir, payload.ReleaseManifestDir, payload.ReleaseMetadataFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := payload.Load(e.Dir, payload.LoadOptions{}); err == nil {
+		t.Fatal("the broken cache entry still loads")
+	}
 }
 
 // The CVO verifies a release's digest before it downloads anything of it:
@@ -184,5 +201,47 @@ func TestTheRunningReleaseStaysCachedWhateverIsRequested(t *testing.T) {
 	out := c.sync(t)
 	if out.CurrentErr != nil || out.Applied != "1.0.1" || out.Mode != graph.ModeReconcile || !out.Result.Complete() {
 		t.Errorf("after a restart without the registry: applied %q in mode %s, current release error %v; want 1.0.1 reconciled", out.Applied, out.Mode, out.CurrentErr)
+	}
+}
+
+// A cached current release that does not load (what a crash leaves) is
+// pulled again instead of failing every pass.
+func TestABrokenCachedCurrentReleaseIsPulledAgain(t *testing.T) {
+	c := newImageCluster(t)
+	running := c.updateByImage(t, "1.0.1", "running")
+	c.breakCacheEntry(t, running)
+	c.restart(c.op.cfg.Puller)
+	c.registry.Take()
+	out := c.sync(t)
+	if out.CurrentErr != nil || out.LoadErr != nil || out.Applied != "1.0.1" || out.Mode != graph.ModeReconcile {
+		t.Errorf("applied %q in mode %s, load error %v, current release error %v; want 1.0.1 reconciled", out.Applied, out.Mode, out.LoadErr, out.CurrentErr)
+	}
+	if got := servedOfImages(c); len(got) == 0 {
+		t.Error("the registry served nothing; want the release pulled again")
+	}
+	if e, ok := c.op.cfg.Puller.Cached(imageDigest(running), ""); !ok {
+		t.Error("the release pulled again is not cached")
+	} else if _, err := payload.Load(e.Dir, payload.LoadOptions{}); err != nil {
+		t.Errorf("the release pulled again does not load: %v", err)
+	}
+}
+
+// So is a requested release whose cache entry does not load.
+func TestABrokenCachedTargetIsPulledAgain(t *testing.T) {
+	c := newImageCluster(t)
+	image := c.publish(t, "1.0.1", "repulled")
+	c.sign(t, image)
+	ref, err := releaseimage.ParseRef(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.op.cfg.Puller.Fetch(context.Background(), ref, releaseimage.FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.breakCacheEntry(t, image)
+	c.requestImage(t, image, "", false)
+	c.sync(t)
+	if h := c.clusterVersion(t).Status.History[0]; h.Version != "1.0.1" || h.State != configv1.CompletedUpdate || !h.Verified || !c.exists("repulled") {
+		t.Errorf("history[0] = %+v; want 1.0.1 pulled again and applied", h)
 	}
 }

@@ -170,9 +170,9 @@ func requestedImage(cv *configv1.ClusterVersion) string {
 
 // currentRelease is the release status.desired names, filtered for cv: by
 // version from the release store, or by image from the release cache. An
-// image missing from the cache (a cache lost with its volume) is
-// retrieved again in the background, unverified: the cluster already
-// accepted it.
+// image missing from the cache (a cache lost with its volume), or whose
+// entry does not load, is retrieved again in the background, unverified:
+// the cluster already accepted it.
 func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersion) (*payload.Release, error) {
 	d := cv.Status.Desired
 	digest := imageDigest(d.Image)
@@ -188,9 +188,16 @@ func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersi
 		if e, hit := o.cfg.Puller.Cached(digest, o.cfg.ReleasePlatform); hit {
 			var err error
 			if rel, err = payload.Load(e.Dir, *o.cfg.LoadOptions); err != nil {
-				return nil, err
+				// What a crash or a full disk left: retrieve it again
+				// rather than fail every pass for good.
+				klog.FromContext(ctx).Info("The cached current release does not load; retrieving it again", "image", d.Image, "err", err)
+				if err := o.cfg.Puller.Drop(digest); err != nil {
+					return nil, err
+				}
+				rel = nil
 			}
-		} else {
+		}
+		if rel == nil {
 			ref, err := releaseimage.ParseRef(d.Image)
 			if err != nil {
 				return nil, err
