@@ -89,10 +89,11 @@ type imageJob struct {
 }
 
 // imageRetriever reads releases by image: verify the digest, then pull
-// into the cache and load. Started by Run, it works in goroutines of its own, so that no
-// sync waits on a registry or a signature store, and wakes the loop when
-// an answer comes; not started (apply, unit tests), a sync retrieves
-// inline, bounded by the puller's timeout and the verifier's limits.
+// into the cache and load. Started by Run, it works in goroutines of its
+// own, so that no sync waits on a registry or a signature store, and
+// wakes the loop when an answer comes; not started (apply, unit tests), a
+// sync retrieves inline, bounded by the puller's timeout and the
+// verifier's limits.
 type imageRetriever struct {
 	clock    clock.Clock
 	puller   *releaseimage.Puller
