@@ -134,15 +134,17 @@ func TestOperatorVerifiesAnImageBeforeReadingIt(t *testing.T) {
 func TestOperatorRestartsAfterRefusedImagesWithoutTheRegistry(t *testing.T) {
 	c := newVerifyFirstCluster(t, "refusedrestart")
 	var host string
-	// The registry serves until this subtest ends.
-	if !t.Run("refused while the registry serves", func(t *testing.T) {
+	// The registry serves until this subtest ends. What it finds wrong
+	// does not stop the restart: that is checked whatever the cache holds.
+	t.Run("refused while the registry serves", func(t *testing.T) {
 		reg := releaseimagetest.NewRegistry(t)
 		host = reg.Host
 		c.install(t, reg)
 		for i := 1; i <= 8; i++ {
 			c.refuseUnsigned(t, reg, fmt.Sprintf("1.0.%d", i), fmt.Sprintf("unsigned-%d", i))
 		}
-	}) {
+	})
+	if c.installed == "" {
 		t.FailNow()
 	}
 	if conn, err := net.Dial("tcp", host); err == nil {
