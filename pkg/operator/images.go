@@ -41,20 +41,30 @@ type imageRequest struct {
 	// apart, so that a new verifier judges the image again.
 	verify      func(ctx context.Context, digest string) error
 	verifierKey string
+	// force reads the release even when verify refuses it, the failure
+	// kept in the answer as the risk the admin accepts.
+	force bool
 }
 
 func (r imageRequest) key() string {
 	if r.verify == nil {
 		return r.ref.String()
 	}
-	return r.ref.String() + " verified by " + r.verifierKey
+	k := r.ref.String() + " verified by " + r.verifierKey
+	if r.force {
+		// Forcing an image that was refused must not wait out the
+		// refusal's backoff: the forced request reads what it skipped.
+		k += " forced"
+	}
+	return k
 }
 
 // imageAnswer is how one retrieval ended.
 type imageAnswer struct {
 	// image is the release's pull spec by digest, repo@sha256:<hex>.
 	image string
-	// release is loaded, unfiltered; nil when err is set.
+	// release is loaded, unfiltered; nil when err is set, or when
+	// verifyErr is and the request was not forced.
 	release *payload.Release
 	// stage is the ReleaseAccepted reason of err: ReasonRetrievePayload
 	// or ReasonLoadPayload.
@@ -78,11 +88,12 @@ type imageJob struct {
 	added  time.Time
 }
 
-// imageRetriever reads releases by image: pull into the cache, load,
-// verify. Started by Run, it works in goroutines of its own, so that no
-// sync waits on a registry or a signature store, and wakes the loop when
-// an answer comes; not started (apply, unit tests), a sync retrieves
-// inline, bounded by the puller's timeout and the verifier's limits.
+// imageRetriever reads releases by image: verify the digest, then pull
+// into the cache and load. Started by Run, it works in goroutines of its
+// own, so that no sync waits on a registry or a signature store, and
+// wakes the loop when an answer comes; not started (apply, unit tests), a
+// sync retrieves inline, bounded by the puller's timeout and the
+// verifier's limits.
 type imageRetriever struct {
 	clock    clock.Clock
 	puller   *releaseimage.Puller
@@ -199,35 +210,80 @@ func backoffAfter(failures int) time.Duration {
 	return min(d, maxRetrieveBackoff)
 }
 
-// retrieve pulls, loads and verifies req's release: nothing of it is used
-// before all three are done.
+// retrieve reads req's release in the CVO's order: resolve the digest,
+// verify it, and only then fetch the blobs, extract and load. An image
+// that fails verification is not read at all unless req.force lets it
+// through.
 func (r *imageRetriever) retrieve(ctx context.Context, req imageRequest) *imageAnswer {
 	a := &imageAnswer{}
 	defer func() { a.at = r.clock.Now() }()
-	e, err := r.puller.Fetch(ctx, req.ref, releaseimage.FetchOptions{Platform: r.platform})
+	opts := releaseimage.FetchOptions{Platform: r.platform}
+	if req.verify != nil {
+		// The puller's gate, so that a forced request is verified against
+		// the very digest it then reads, a tag resolved once.
+		opts.Verify = func(ctx context.Context, digest string) error {
+			a.verifyErr = req.verify(ctx, digest)
+			if req.force {
+				return nil
+			}
+			return a.verifyErr
+		}
+	}
+	e, err := r.puller.Fetch(ctx, req.ref, opts)
+	var refused *releaseimage.VerificationError
+	if errors.As(err, &refused) {
+		a.image, a.verifyErr = req.ref.Repository()+"@"+refused.Digest, refused.Err
+		return a
+	}
 	if err != nil {
-		a.stage, a.err = ReasonRetrievePayload, err
-		var content *releaseimage.ContentError
-		if errors.As(err, &content) {
-			// The registry served it; what it holds is refused.
-			a.stage = ReasonLoadPayload
-		}
-		if ctx.Err() == nil {
-			klog.FromContext(ctx).Info("Retrieving a release image failed", "image", req.ref.String(), "err", err)
-		}
+		r.fetchFailed(ctx, a, req.ref, err)
 		return a
 	}
 	a.image = req.ref.Repository() + "@" + e.Digest
 	rel, err := payload.Load(e.Dir, req.load)
+	if err != nil && e.FromCache {
+		// What a crash or a full disk left in the cache: read the release
+		// again rather than refuse it for good.
+		klog.FromContext(ctx).Info("A cached release does not load; pulling it again", "image", a.image, "err", err)
+		if e, err = r.pullAgain(ctx, req.ref, e.Digest); err != nil {
+			r.fetchFailed(ctx, a, req.ref, err)
+			return a
+		}
+		rel, err = payload.Load(e.Dir, req.load)
+	}
 	if err != nil {
 		a.stage, a.err = ReasonLoadPayload, err
 		return a
 	}
 	a.release = rel
-	if req.verify != nil {
-		a.verifyErr = req.verify(ctx, e.Digest)
-	}
 	return a
+}
+
+// fetchFailed records a fetch that failed under the reason of the step
+// that failed.
+func (r *imageRetriever) fetchFailed(ctx context.Context, a *imageAnswer, ref releaseimage.Ref, err error) {
+	a.stage, a.err = ReasonRetrievePayload, err
+	var content *releaseimage.ContentError
+	if errors.As(err, &content) {
+		// The registry served it; what it holds is refused.
+		a.stage = ReasonLoadPayload
+	}
+	if ctx.Err() == nil {
+		klog.FromContext(ctx).Info("Retrieving a release image failed", "image", ref.String(), "err", err)
+	}
+}
+
+// pullAgain drops digest's cache entry and pulls it anew. By digest and
+// without the gate: that digest was judged by this retrieval already.
+func (r *imageRetriever) pullAgain(ctx context.Context, ref releaseimage.Ref, digest string) (*releaseimage.Extracted, error) {
+	if err := r.puller.Drop(digest); err != nil {
+		return nil, err
+	}
+	byDigest, err := ref.WithDigest(digest)
+	if err != nil {
+		return nil, err
+	}
+	return r.puller.Fetch(ctx, byDigest, releaseimage.FetchOptions{Platform: r.platform})
 }
 
 // verifyMessage is the ReleaseAccepted message of a failed verification.

@@ -27,6 +27,7 @@ type imageCluster struct {
 	*fakeCluster
 	key      *signaturetest.Key
 	registry *releaseimagetest.Registry
+	cacheDir string
 }
 
 func newImageCluster(t *testing.T) *imageCluster {
@@ -49,7 +50,8 @@ func newImageCluster(t *testing.T) *imageCluster {
 	}
 
 	c.registry = releaseimagetest.NewRegistry(t)
-	puller, err := releaseimage.NewPuller(releaseimage.Config{CacheDir: t.TempDir(), Timeout: time.Minute})
+	c.cacheDir = t.TempDir()
+	puller, err := releaseimage.NewPuller(releaseimage.Config{CacheDir: c.cacheDir, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,6 +158,8 @@ func TestAMissingImageIsRefusedWithTheRegistrysMessage(t *testing.T) {
 	c := newImageCluster(t)
 	image := c.publish(t, "1.0.1", "present")
 	missing := strings.Replace(image, imageDigest(image), "sha256:"+strings.Repeat("0", 64), 1)
+	// Signed: verification, which comes first, lets it through to the registry.
+	c.sign(t, missing)
 	c.requestImage(t, missing, "", false)
 	out := c.sync(t)
 	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonRetrievePayload, "MANIFEST_UNKNOWN")
@@ -221,8 +225,10 @@ func TestAVersionTheStoreLacksIsReadFromTheGraphsPayload(t *testing.T) {
 
 func TestACompletedUpdateDropsReleasesHistoryDoesNotName(t *testing.T) {
 	c := newImageCluster(t)
+	// Signed but not the version asked: read whole, then refused.
 	refused := c.publish(t, "1.0.2", "refused")
-	c.requestImage(t, refused, "", false)
+	c.sign(t, refused)
+	c.requestImage(t, refused, "9.9.9", false)
 	c.sync(t)
 	if _, ok := c.op.cfg.Puller.Cached(imageDigest(refused), ""); !ok {
 		t.Fatal("the refused release must have been pulled into the cache")

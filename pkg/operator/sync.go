@@ -87,6 +87,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	o.refreshFeatureGate(ctx)
 	invalid := checkSpec(cv, now)
 	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
+	o.pinReleases(ctx, cv)
 	o.setCapabilities(ctx, cv, now)
 
 	if out.Target == "" && requestedImage(cv) == "" {

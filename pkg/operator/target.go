@@ -78,7 +78,7 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 		o.rejectRetrieve(cv, out, errNoPuller, now)
 		return nil
 	}
-	req := imageRequest{ref: ref, load: *o.cfg.LoadOptions}
+	req := imageRequest{ref: ref, load: *o.cfg.LoadOptions, force: force}
 	// As in the CVO, the release the cluster runs judges its updates; an
 	// install has none, and its release is not verified.
 	verifying := status.Desired.Version != ""
@@ -99,6 +99,12 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 	case a.err != nil:
 		o.rejectLoad(cv, out, fmt.Errorf("release image %s: %w", image, a.err), now)
 		return nil
+	case a.verifyErr != nil && (!force || a.release == nil):
+		// Refused before anything of the image was read.
+		out.VerifyErr = a.verifyErr
+		msg := verifyMessage(a.verifyErr)
+		o.rejectTarget(cv, ReasonImageVerificationFailed, msg, ReasonImageVerificationFailed, msg, now)
+		return nil
 	}
 	want := out.Target
 	if want != "" && a.release.Version != want {
@@ -113,12 +119,9 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 	}
 	t := &target{image: a.image, verified: verifying && a.verifyErr == nil}
 	if verifying && a.verifyErr != nil {
+		// Forced: verified all the same, and the failure is the risk taken.
 		out.VerifyErr = a.verifyErr
 		msg := verifyMessage(a.verifyErr)
-		if !force {
-			o.rejectTarget(cv, ReasonImageVerificationFailed, msg, ReasonImageVerificationFailed, msg, now)
-			return nil
-		}
 		t.risk = fmt.Sprintf("Target release version=%q image=%q cannot be verified, but continuing anyway because the update was forced: %s",
 			a.release.Version, a.image, msg)
 	}
@@ -167,9 +170,9 @@ func requestedImage(cv *configv1.ClusterVersion) string {
 
 // currentRelease is the release status.desired names, filtered for cv: by
 // version from the release store, or by image from the release cache. An
-// image missing from the cache (a cache lost with its volume) is
-// retrieved again in the background, unverified: the cluster already
-// accepted it.
+// image missing from the cache (a cache lost with its volume), or whose
+// entry does not load, is retrieved again in the background, unverified:
+// the cluster already accepted it.
 func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersion) (*payload.Release, error) {
 	d := cv.Status.Desired
 	digest := imageDigest(d.Image)
@@ -185,9 +188,16 @@ func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersi
 		if e, hit := o.cfg.Puller.Cached(digest, o.cfg.ReleasePlatform); hit {
 			var err error
 			if rel, err = payload.Load(e.Dir, *o.cfg.LoadOptions); err != nil {
-				return nil, err
+				// What a crash or a full disk left: retrieve it again
+				// rather than fail every pass for good.
+				klog.FromContext(ctx).Info("The cached current release does not load; retrieving it again", "image", d.Image, "err", err)
+				if err := o.cfg.Puller.Drop(digest); err != nil {
+					return nil, err
+				}
+				rel = nil
 			}
-		} else {
+		}
+		if rel == nil {
 			ref, err := releaseimage.ParseRef(d.Image)
 			if err != nil {
 				return nil, err
@@ -286,25 +296,43 @@ func (o *Operator) verifierFor(ctx context.Context, cv *configv1.ClusterVersion)
 	return verify, key
 }
 
+// pinReleases keeps the releases cv names in the cache whatever else is
+// fetched: requests for other images must not push out the release the
+// cluster runs, which a restart without the registry reads from there.
+func (o *Operator) pinReleases(ctx context.Context, cv *configv1.ClusterVersion) {
+	if o.cfg.Puller == nil {
+		return
+	}
+	if err := o.cfg.Puller.Pin(namedDigests(cv)); err != nil {
+		klog.FromContext(ctx).Error(err, "Pinning the releases history names in the release cache failed")
+	}
+}
+
 // pruneImageCache drops the cached releases that neither history nor the
 // spec names any more; run once an update completed.
 func (o *Operator) pruneImageCache(ctx context.Context, cv *configv1.ClusterVersion) {
 	if o.cfg.Puller == nil {
 		return
 	}
-	var keep []string
-	for _, image := range append([]string{cv.Status.Desired.Image, requestedImage(cv)}, historyImages(cv)...) {
-		if d := imageDigest(image); d != "" {
-			keep = append(keep, d)
-		}
-	}
-	dropped, err := o.cfg.Puller.Prune(keep)
+	dropped, err := o.cfg.Puller.Prune(namedDigests(cv))
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Pruning the release cache failed")
 	}
 	if len(dropped) > 0 {
 		klog.FromContext(ctx).Info("Dropped releases history no longer names from the release cache", "digests", dropped)
 	}
+}
+
+// namedDigests are the digests of the releases cv names: the one desired,
+// the one asked for, and history's.
+func namedDigests(cv *configv1.ClusterVersion) []string {
+	var out []string
+	for _, image := range append([]string{cv.Status.Desired.Image, requestedImage(cv)}, historyImages(cv)...) {
+		if d := imageDigest(image); d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 func historyImages(cv *configv1.ClusterVersion) []string {

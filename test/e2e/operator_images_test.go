@@ -100,8 +100,10 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 		t.Errorf("ConfigMap a must keep 1.0.0's data: %v", cm)
 	}
 
-	// A missing image: the registry's own message.
+	// A missing image: the registry's own message. Signed, as verification
+	// comes before the registry is asked.
 	missing := strings.Replace(unsigned, unsigned[strings.Index(unsigned, "@")+1:], "sha256:"+strings.Repeat("0", 64), 1)
+	createSignatureConfigMap(t, admin, key, "sha256:"+strings.Repeat("0", 64))
 	op.requestImage(t, missing, false)
 	op.sync(t)
 	c = requireCondition(t, op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonRetrievePayload)
@@ -204,11 +206,14 @@ func TestOperatorInstallsByImageAndRefusesWhatItCannotTrust(t *testing.T) {
 	createSignatureConfigMap(t, admin, stranger, strangers[strings.Index(strangers, "@")+1:])
 	refusedWithNothingWritten(strangers, []string{operator.ReasonImageVerificationFailed}, "The update cannot be verified: ", "b")
 
+	// Signed from here on, as verification comes before the registry is asked.
 	t.Log("a layer that writes out of its directory")
 	escape := escapingRelease(t, reg.Host+"/e2e/release:1.0.2", ns)
+	createSignatureConfigMap(t, admin, trusted, escape[strings.Index(escape, "@")+1:])
 	refusedWithNothingWritten(escape, []string{operator.ReasonRetrievePayload, operator.ReasonLoadPayload}, `".."`, "escaped")
 
 	t.Log("a registry nobody answers for")
 	unreachable := "127.0.0.1:1/e2e/release@sha256:" + strings.Repeat("1", 64)
+	createSignatureConfigMap(t, admin, trusted, "sha256:"+strings.Repeat("1", 64))
 	refusedWithNothingWritten(unreachable, []string{operator.ReasonRetrievePayload}, "connection refused", "none")
 }
