@@ -19,8 +19,8 @@ import (
 
 // TestApplyReadsAReleaseImage installs a release packed by `release pack`
 // from the registry, reconciles it from the cache without a request, and
-// refuses a missing image and an image with a path escape before applying
-// anything.
+// refuses an image it cannot verify, and, forced, a missing image and an
+// image with a path escape, before applying anything.
 func TestApplyReadsAReleaseImage(t *testing.T) {
 	bin, c, ns := newCLITest(t)
 	reg := releaseimagetest.NewRegistry(t)
@@ -59,16 +59,23 @@ func TestApplyReadsAReleaseImage(t *testing.T) {
 		t.Errorf("a cached digest was asked of the registry: %v", served)
 	}
 
+	// The running release carries no keys, so nothing can be verified: an
+	// update is refused before the registry is asked, as in the CVO, and
+	// only --force reaches the registry.
 	missing := reg.Host + "/e2e/release@sha256:" + strings.Repeat("0", 64)
 	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", missing, "--release-cache", cache)
+	if code != 3 || !strings.Contains(stderr, "cannot be verified") || !strings.Contains(stderr, "nothing of it was applied") {
+		t.Errorf("apply of an unverifiable image: exit %d, want 3 saying it cannot be verified\n%s%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", missing, "--release-cache", cache, "--force")
 	if code != 2 || !strings.Contains(stderr, "MANIFEST_UNKNOWN") || !strings.Contains(stderr, "nothing was applied") {
-		t.Errorf("apply of a missing image: exit %d, want 2 with the registry's MANIFEST_UNKNOWN\n%s%s", code, stdout, stderr)
+		t.Errorf("forced apply of a missing image: exit %d, want 2 with the registry's MANIFEST_UNKNOWN\n%s%s", code, stdout, stderr)
 	}
 
 	// A release whose layer also writes out of the extraction directory:
-	// refused whole, so its valid ConfigMap is not applied either.
+	// refused whole, even forced, so its valid ConfigMap is not applied either.
 	escape := escapingRelease(t, reg.Host+"/e2e/release:1.0.1", ns)
-	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", escape, "--release-cache", cache)
+	code, stdout, stderr = runCLI(t, bin, "apply", "--payload", escape, "--release-cache", cache, "--force")
 	if code != 2 || !strings.Contains(stderr, `".."`) || !strings.Contains(stderr, "nothing was applied") {
 		t.Errorf("apply of an image with a path escape: exit %d, want 2 naming the entry\n%s%s", code, stdout, stderr)
 	}
