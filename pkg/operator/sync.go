@@ -118,7 +118,12 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	case err != nil:
 		return nil, err
 	}
-	o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
+	// Only a target Judge checks needs Upgradeable before the walk; the
+	// pass observes it once more after the walk either way.
+	judging := out.Target == "" || out.Target != status.Desired.Version || len(status.History) == 0
+	if judging {
+		o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
+	}
 	deprecated := o.refreshUpdates(ctx, cv, out.Target, now)
 
 	rel := o.acceptTarget(ctx, cv, out, deprecated, now)
@@ -128,6 +133,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		}
 	}
 	if rel == nil {
+		if !judging {
+			o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
+		}
 		return out, o.writeStatus(ctx, original, cv)
 	}
 	out.Applied = rel.Version

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -150,5 +151,87 @@ func TestSyncReportsTheAdminGateTheReleaseShips(t *testing.T) {
 		if up == nil || up.Status != configv1.ConditionFalse || up.Reason != step.reason || up.Message != step.message {
 			t.Fatalf("after the pass that applied %s: Upgradeable = %+v, want False/%s %q", step.version, up, step.reason, step.message)
 		}
+	}
+}
+
+// TestUpgradeableIsObservedOncePerMoment counts a pass's reads for
+// Upgradeable: before acceptance only when a new target is judged, and
+// once after the walk.
+func TestUpgradeableIsObservedOncePerMoment(t *testing.T) {
+	c := newFakeCluster(t, adminAckStore(t, true), "1.0.0")
+	c.oneConfigMapStore(t)
+	reads := func() (lists, gets int) {
+		for _, a := range c.config.Actions() {
+			if a.GetVerb() == "list" && a.GetResource().Resource == "clusteroperators" {
+				lists++
+			}
+		}
+		for _, a := range c.kube().Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "configmaps" {
+				gets++
+			}
+		}
+		c.config.ClearActions()
+		c.kube().ClearActions()
+		return lists, gets
+	}
+	for _, step := range []struct {
+		what             string
+		request          string
+		lists, adminGets int
+	}{
+		// No release yet: the gates apply to nothing, so only the
+		// observation after the walk reads them.
+		{"install", "", 2, 2},
+		{"resync", "", 1, 2},
+		{"z-stream update", "1.0.1", 2, 4},
+		{"resync after it", "", 1, 2},
+	} {
+		if step.request != "" {
+			c.request(t, step.request)
+		}
+		reads()
+		out := c.sync(t)
+		if out.Result == nil || !out.Result.Complete() {
+			t.Fatalf("%s: the pass did not complete", step.what)
+		}
+		if out.Upgradeable.Reason != precondition.ReasonAdminAckRequired {
+			t.Errorf("%s: Upgradeable = %s/%s, want the shipped gate", step.what, out.Upgradeable.Status, out.Upgradeable.Reason)
+		}
+		if lists, gets := reads(); lists != step.lists || gets != step.adminGets {
+			t.Errorf("%s: %d ClusterOperator LISTs and %d ConfigMap GETs, want %d and %d", step.what, lists, gets, step.lists, step.adminGets)
+		}
+	}
+}
+
+// TestUpgradeableWithoutTheCurrentRelease: a pass that can load neither
+// the target nor the release it runs applies nothing, and still observes
+// Upgradeable once.
+func TestUpgradeableWithoutTheCurrentRelease(t *testing.T) {
+	c := newFakeCluster(t, &DirStore{Root: t.TempDir()}, "1.0.0")
+	cv := c.clusterVersion(t)
+	done := metav1.Now()
+	cv.Status.Desired = configv1.Release{Version: "1.0.0"}
+	cv.Status.History = []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "1.0.0", StartedTime: done, CompletionTime: &done}}
+	if _, err := c.config.ConfigV1().ClusterVersions().UpdateStatus(context.Background(), cv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.putConfigMap(t, precondition.DefaultAdminGates, map[string]string{testGate: ""})
+	c.config.ClearActions()
+	out := c.sync(t)
+	if out.Result != nil || out.CurrentErr == nil {
+		t.Fatalf("nothing can be applied without the release: result %v, current release error %v", out.Result, out.CurrentErr)
+	}
+	if out.Upgradeable.Reason != precondition.ReasonAdminAckConfigMapGateValueError {
+		t.Errorf("Upgradeable = %s/%s %q, want the empty gate", out.Upgradeable.Status, out.Upgradeable.Reason, out.Upgradeable.Message)
+	}
+	lists := 0
+	for _, a := range c.config.Actions() {
+		if a.GetVerb() == "list" && a.GetResource().Resource == "clusteroperators" {
+			lists++
+		}
+	}
+	if lists != 1 {
+		t.Errorf("%d ClusterOperator LISTs, want 1", lists)
 	}
 }
