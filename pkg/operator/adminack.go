@@ -18,27 +18,16 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
-// adminAckBlockers are the admin gates' reasons for Upgradeable=False
-// (precondition.JudgeAdminAcks), read from the cluster now.
-func (o *Operator) adminAckBlockers(ctx context.Context, cv *configv1.ClusterVersion) []upgradeableBlocker {
-	version := precondition.AdminAckVersion(cv.Status.History)
-	if version == "" {
-		return nil
+// readAdminAcks reads the two admin ConfigMaps, and whether rel, the
+// release judged (nil when it could not be loaded), ships an absent one.
+func (o *Operator) readAdminAcks(ctx context.Context, rel *payload.Release) (gates, acks precondition.AdminConfigMap) {
+	gates = ReadAdminConfigMap(ctx, o.kube, o.cfg.AdminGates)
+	acks = ReadAdminConfigMap(ctx, o.kube, o.cfg.AdminAcks)
+	if rel != nil {
+		gates.Shipped = ships(rel, o.cfg.AdminGates)
+		acks.Shipped = ships(rel, o.cfg.AdminAcks)
 	}
-	gates := ReadAdminConfigMap(ctx, o.kube, o.cfg.AdminGates)
-	acks := ReadAdminConfigMap(ctx, o.kube, o.cfg.AdminAcks)
-	if gates.Absent || acks.Absent {
-		// Only an absent ConfigMap needs the release: did it ship it?
-		if rel, err := o.currentRelease(ctx, cv); err == nil {
-			gates.Shipped = ships(rel, o.cfg.AdminGates)
-			acks.Shipped = ships(rel, o.cfg.AdminAcks)
-		}
-	}
-	var out []upgradeableBlocker
-	for _, b := range precondition.JudgeAdminAcks(version, gates, acks).Blockers {
-		out = append(out, upgradeableBlocker{Reason: b.Reason, Message: b.Message})
-	}
-	return out
+	return gates, acks
 }
 
 // LiveAdminAcks judges the cluster's admin gates as they are now, for

@@ -193,9 +193,14 @@ func TestAdminAckUpgradeable(t *testing.T) {
 func TestAdminAcksBeforeAnyRelease(t *testing.T) {
 	// No history: no version to match the gates against, as the CVO.
 	c := newFakeCluster(t, adminAckStore(t, true), "1.0.0")
-	cv := c.clusterVersion(t)
-	if b := c.op.adminAckBlockers(context.Background(), cv); b != nil {
-		t.Errorf("blockers before any release: %+v", b)
+	c.putConfigMap(t, precondition.DefaultAdminGates, map[string]string{testGate: ""})
+	c.kube().ClearActions()
+	obs := c.op.observeUpgradeable(context.Background(), c.clusterVersion(t))
+	if obs.AdminAckVersion != "" || len(c.kube().Actions()) != 0 {
+		t.Errorf("admin ConfigMaps read before any release: version %q, %d reads", obs.AdminAckVersion, len(c.kube().Actions()))
+	}
+	if up := decideUpgradeable(obs, upgradeablePass{}, nil); up.Status != configv1.ConditionTrue {
+		t.Errorf("Upgradeable before any release = %s/%s %q", up.Status, up.Reason, up.Message)
 	}
 }
 

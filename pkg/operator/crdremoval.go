@@ -23,26 +23,25 @@ const crdRemovalMessagePrefix = "Cluster minor or major version upgrades are not
 // come from outside.
 const maxCRDRemovalMessageBytes = 4 << 10
 
-// crdRemovalBlockers judges the release the cluster runs (status.desired)
-// by the engine's PendingCRDRemovals. Without that release, as for `apply`,
-// which is given only its target, the live CRDs that the target ships stand
-// for it, as for plan. With neither, nothing blocks here: the pass reports
+// pendingCRDRemovals judges rel, the release status.desired names, by the
+// engine's PendingCRDRemovals. Without that release, as for `apply`, which
+// is given only its target, the live CRDs that the target ships stand for
+// it, as for plan. With neither, nothing is pending here: the pass reports
 // why the release cannot be loaded.
-func (o *Operator) crdRemovalBlockers(ctx context.Context, cv *configv1.ClusterVersion) []upgradeableBlocker {
+func (o *Operator) pendingCRDRemovals(ctx context.Context, cv *configv1.ClusterVersion, rel *payload.Release, relErr error) []crdcompat.PendingRemoval {
 	current := cv.Status.Desired.Version
 	if current == "" {
 		return nil
 	}
-	rel, err := o.currentRelease(ctx, cv)
-	if err == nil {
-		return crdRemovalBlocker(o.engine.PendingCRDRemovals(ctx, rel))
+	if rel != nil {
+		return o.engine.PendingCRDRemovals(ctx, rel)
 	}
 	target, targetErr := o.loadRelease(targetVersion(cv), cv)
 	if targetErr != nil || target.Version == current {
-		klog.FromContext(ctx).V(2).Info("CRD version removals not judged: the current release is not loaded", "version", current, "err", err)
+		klog.FromContext(ctx).V(2).Info("CRD version removals not judged: the current release is not loaded", "version", current, "err", relErr)
 		return nil
 	}
-	return crdRemovalBlocker(o.engine.LivePendingCRDRemovals(ctx, current, crdNames(target)))
+	return o.engine.LivePendingCRDRemovals(ctx, current, crdNames(target))
 }
 
 // crdNames names the CRDs rel creates or updates.

@@ -118,7 +118,12 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	case err != nil:
 		return nil, err
 	}
-	o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
+	// Only a target Judge checks needs Upgradeable before the walk; the
+	// pass observes it once more after the walk either way.
+	judging := out.Target == "" || out.Target != status.Desired.Version || len(status.History) == 0
+	if judging {
+		o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
+	}
 	deprecated := o.refreshUpdates(ctx, cv, out.Target, now)
 
 	rel := o.acceptTarget(ctx, cv, out, deprecated, now)
@@ -128,6 +133,9 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		}
 	}
 	if rel == nil {
+		if !judging {
+			o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
+		}
 		return out, o.writeStatus(ctx, original, cv)
 	}
 	out.Applied = rel.Version
@@ -266,29 +274,15 @@ func (o *Operator) rejectTarget(cv *configv1.ClusterVersion, reason, message, ev
 	cv.Status.Conditions = setCondition(cv.Status.Conditions, rejected, now)
 }
 
-// setUpgradeable recomputes Upgradeable from deletes, ClusterOperators and overrides.
+// setUpgradeable observes the cluster now and writes the Upgradeable it
+// decides, with the pass's deletes and cleanups.
 func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersion, deletes deletion.Summary, cleanups []cleanup.Record, out *Outcome, now metav1.Time) {
-	cos, err := o.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{})
-	var items []configv1.ClusterOperator
-	if err == nil {
-		items = cos.Items
-	}
-	blockers := upgradeableBlockers(deletes, cleanups, items, cv.Spec.Overrides)
-	blockers = append(blockers, o.crdRemovalBlockers(ctx, cv)...)
-	blockers = append(blockers, o.adminAckBlockers(ctx, cv)...)
-	if out.LedgerErr != nil {
-		blockers = append(blockers, upgradeableBlocker{Reason: ReasonDeleteLedgerUnreadable,
-			Message: "Cluster minor or major version upgrades are not allowed while the delete ledger is unreadable: which deletes are pending is unknown"})
-	}
-	if out.CleanupErr != nil {
-		blockers = append(blockers, upgradeableBlocker{Reason: ReasonOperandCleanupStateUnreadable,
-			Message: "Cluster minor or major version upgrades are not allowed while the operand cleanup state is unreadable: which cleanups are under way is unknown"})
-	}
-	c := upgradeableCondition(blockers, deletes.Reappeared)
+	obs := o.observeUpgradeable(ctx, cv)
+	c := decideUpgradeable(obs, upgradeablePass{Deletes: deletes, Cleanups: cleanups, LedgerErr: out.LedgerErr, CleanupErr: out.CleanupErr}, cv.Spec.Overrides)
 	cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)
 	out.Upgradeable = c
 	if o.metrics != nil {
-		o.metrics.observeDeletes(deletes, items)
+		o.metrics.observeDeletes(deletes, obs.Operators)
 	}
 }
 

@@ -1,15 +1,19 @@
 package operator
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/crdcompat"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
@@ -29,6 +33,68 @@ const (
 type upgradeableBlocker struct {
 	Reason  string
 	Message string
+}
+
+// upgradeableObservation is what Upgradeable is judged from that the
+// cluster holds, read at one moment: after the pass's applies, it sees
+// what they wrote.
+type upgradeableObservation struct {
+	// Operators are the ClusterOperators; nil when they cannot be listed.
+	Operators []configv1.ClusterOperator
+	// AdminAckVersion is the version whose admin gates apply, "" before
+	// any release; the admin ConfigMaps are not read then.
+	AdminAckVersion       string
+	AdminGates, AdminAcks precondition.AdminConfigMap
+	// CRDRemovals are those of the release status.desired names.
+	CRDRemovals []crdcompat.PendingRemoval
+}
+
+// upgradeablePass is what the pass itself knows for Upgradeable: its
+// deletes and operand cleanups, and whether their state could be read.
+type upgradeablePass struct {
+	Deletes    deletion.Summary
+	Cleanups   []cleanup.Record
+	LedgerErr  error
+	CleanupErr error
+}
+
+// observeUpgradeable reads what Upgradeable needs for cv as it is now:
+// one LIST of ClusterOperators, the two admin ConfigMaps once a release is
+// known, and the CRD removals of status.desired's release.
+func (o *Operator) observeUpgradeable(ctx context.Context, cv *configv1.ClusterVersion) upgradeableObservation {
+	var obs upgradeableObservation
+	if cos, err := o.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{}); err == nil {
+		obs.Operators = cos.Items
+	}
+	var rel *payload.Release
+	var relErr error
+	if cv.Status.Desired.Version != "" {
+		rel, relErr = o.currentRelease(ctx, cv)
+	}
+	obs.CRDRemovals = o.pendingCRDRemovals(ctx, cv, rel, relErr)
+	if obs.AdminAckVersion = precondition.AdminAckVersion(cv.Status.History); obs.AdminAckVersion != "" {
+		obs.AdminGates, obs.AdminAcks = o.readAdminAcks(ctx, rel)
+	}
+	return obs
+}
+
+// decideUpgradeable is the condition for what obs saw and pass knows,
+// under overrides; it reads nothing.
+func decideUpgradeable(obs upgradeableObservation, pass upgradeablePass, overrides []configv1.ComponentOverride) configv1.ClusterOperatorStatusCondition {
+	blockers := upgradeableBlockers(pass.Deletes, pass.Cleanups, obs.Operators, overrides)
+	blockers = append(blockers, crdRemovalBlocker(obs.CRDRemovals)...)
+	for _, b := range precondition.JudgeAdminAcks(obs.AdminAckVersion, obs.AdminGates, obs.AdminAcks).Blockers {
+		blockers = append(blockers, upgradeableBlocker{Reason: b.Reason, Message: b.Message})
+	}
+	if pass.LedgerErr != nil {
+		blockers = append(blockers, upgradeableBlocker{Reason: ReasonDeleteLedgerUnreadable,
+			Message: "Cluster minor or major version upgrades are not allowed while the delete ledger is unreadable: which deletes are pending is unknown"})
+	}
+	if pass.CleanupErr != nil {
+		blockers = append(blockers, upgradeableBlocker{Reason: ReasonOperandCleanupStateUnreadable,
+			Message: "Cluster minor or major version upgrades are not allowed while the operand cleanup state is unreadable: which cleanups are under way is unknown"})
+	}
+	return upgradeableCondition(blockers, pass.Deletes.Reappeared)
 }
 
 // upgradeableBlockers gathers every source of Upgradeable=False.
