@@ -264,7 +264,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
-	e.ledger.Prune(func(r deletion.Record) bool { return p.marked[r.ID] })
+	e.ledger.Retain(func(r deletion.Record) bool { return p.marked[r.ID] })
 	if opts.Mode == graph.ModeUpdate {
 		if err := p.claimDeletes(ctx); err != nil {
 			return nil, err
