@@ -98,8 +98,8 @@ refused, the release the cluster runs is reconciled instead.`,
 	cmd.Flags().DurationVar(&o.graphWait, "update-graph-timeout", time.Minute, "give up reading the update graph (every try and the waits between them) after this long, and go on without it")
 	cmd.Flags().DurationVar(&o.leaseWait, "lease-wait", 0, "wait this long for the operator's Lease when another instance holds it; 0 refuses at once a Lease renewed within its duration")
 	cmd.Flags().BoolVar(&o.ignoreLease, "ignore-lease", false, "apply without the operator's Lease, beside a running operator (the ledger merges both writers' records)")
-	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
-	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
+	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", apply.DefaultStuckAfter, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
+	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", apply.DefaultStuckAfter, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }

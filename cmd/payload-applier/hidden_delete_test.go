@@ -14,9 +14,9 @@ import (
 )
 
 // TestHiddenDeletesAreRejectedByLintPlanAndApply: a payload with a
-// document that hides or injects a delete (issue 22) fails lint, plan and
-// apply, each naming the file and line, and apply sends the cluster no
-// request at all.
+// document that hides or injects a delete (a key set twice, a merge key,
+// namespace: no) fails lint, plan and apply, each naming the file and
+// line, and apply sends the cluster no request at all.
 func TestHiddenDeletesAreRejectedByLintPlanAndApply(t *testing.T) {
 	var requests atomic.Int64
 	cluster := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -95,10 +95,10 @@ query at most once an hour and at most one query a second.`,
 	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
 	addStrictOrder(cmd, &o.strictOrder)
-	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
+	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", apply.DefaultStuckAfter, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	o.inclusion.add(cmd)
 	o.prometheus.add(cmd)
-	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
+	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", apply.DefaultStuckAfter, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	return cmd
 }
 

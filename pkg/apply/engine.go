@@ -32,6 +32,12 @@ import (
 // chain waits on its own objects, so a small pool keeps API load low.
 const deleteParallelism = 8
 
+// DefaultStuckAfter is how long a delete, or an operand cleanup, may go
+// without progress before it is reported stuck or stalled: long enough for
+// a finalizer's controller to act, short enough to reach an admin in a
+// maintenance window.
+const DefaultStuckAfter = 10 * time.Minute
+
 // FieldManager is the server-side apply field manager of every write.
 const FieldManager = "payload-applier"
 
@@ -169,7 +175,8 @@ type SyncOptions struct {
 	// EstablishTimeout bounds the wait for a CRD to become Established.
 	// Default 30s.
 	EstablishTimeout time.Duration
-	// StuckAfter marks an in-progress delete as stuck. Default 10 minutes.
+	// StuckAfter marks an in-progress delete as stuck. Default
+	// DefaultStuckAfter.
 	StuckAfter time.Duration
 	// OperandCleanup is the admin's policy for the operands of components
 	// the release removes; the zero value means Orphan.
@@ -204,7 +211,7 @@ func (o *SyncOptions) setDefaults() {
 		o.EstablishTimeout = 30 * time.Second
 	}
 	if o.StuckAfter == 0 {
-		o.StuckAfter = 10 * time.Minute
+		o.StuckAfter = DefaultStuckAfter
 	}
 }
 
@@ -264,7 +271,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	// Finished records of objects this release no longer marks serve no
 	// pass again; dropping them keeps the ledger the size of one release.
-	e.ledger.Prune(func(r deletion.Record) bool { return p.marked[r.ID] })
+	e.ledger.Retain(func(r deletion.Record) bool { return p.marked[r.ID] })
 	if opts.Mode == graph.ModeUpdate {
 		if err := p.claimDeletes(ctx); err != nil {
 			return nil, err
@@ -331,7 +338,7 @@ func (e *Engine) Deletes(ctx context.Context, stuckAfter time.Duration) (deletio
 		return deletion.Summary{}, err
 	}
 	if stuckAfter == 0 {
-		stuckAfter = 10 * time.Minute
+		stuckAfter = DefaultStuckAfter
 	}
 	return deletion.Summarize(e.ledger.All(), e.clock.Now(), stuckAfter), nil
 }

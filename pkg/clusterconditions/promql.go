@@ -17,7 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // TypePromQL is the rule type that matches when a PromQL query returns 1.
@@ -160,7 +160,7 @@ func (p *PromQL) query(ctx context.Context, query string) (bool, error) {
 	defer cancel()
 	match, err := p.queryOnce(ctx, query)
 	if err != nil {
-		return false, fmt.Errorf("%s", payload.Bound(err.Error(), maxErrorBytes))
+		return false, fmt.Errorf("%s", textwrap.Bound(err.Error(), maxErrorBytes))
 	}
 	return match, nil
 }

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // ConditionStatusTruncated is True while the status as last written
@@ -93,7 +93,7 @@ func (c statusCuts) message() string {
 	if more := len(c.notes) - len(named); more > 0 {
 		msg += fmt.Sprintf("; … and %d more cuts", more)
 	}
-	return payload.Bound(msg, maxCutsNoteBytes)
+	return textwrap.Bound(msg, maxCutsNoteBytes)
 }
 
 // statusText is one string of the status that the limits bound.
@@ -221,7 +221,7 @@ func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts, target int
 	bound := func(texts []statusText) {
 		for _, t := range texts {
 			originals[t.where] = *t.p
-			*t.p = payload.Bound(*t.p, t.limit)
+			*t.p = textwrap.Bound(*t.p, t.limit)
 		}
 	}
 	bound(statusTextsBesideConditional(st))
@@ -344,7 +344,7 @@ func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tie
 	}
 	cutTo := func(n int) bool {
 		for _, t := range texts {
-			*t.p = payload.Bound(originals[t.where], min(t.limit, n))
+			*t.p = textwrap.Bound(originals[t.where], min(t.limit, n))
 		}
 		return statusSize(st) <= target
 	}

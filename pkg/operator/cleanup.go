@@ -8,15 +8,14 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 )
 
 // ConditionOperandCleanup reports the operand cleanups of removed
 // components. It is True while one runs or waits; it never sets Failing.
+// Its reasons are cleanup's (cleanup.Reason*).
 const ConditionOperandCleanup configv1.ClusterStatusConditionType = "OperandCleanup"
-
-// The OperandCleanup condition's reasons are cleanup's (cleanup.Reason*).
-const defaultCleanupStallAfter = 10 * time.Minute
 
 // cleanupCondition folds the cleanups into the OperandCleanup condition,
 // the most pressing first: stalled, unable to start, running, aborted or
@@ -71,7 +70,7 @@ func cleanupCondition(recs []cleanup.Record, now time.Time, stallAfter time.Dura
 func (o *Operator) setCleanupCondition(cv *configv1.ClusterVersion, recs []cleanup.Record, now metav1.Time) {
 	after := o.cfg.OperandCleanupStallAfter
 	if after == 0 {
-		after = defaultCleanupStallAfter
+		after = apply.DefaultStuckAfter
 	}
 	if c, ok := cleanupCondition(recs, now.Time, after); ok {
 		cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)

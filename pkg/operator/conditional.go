@@ -22,8 +22,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
-	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -173,7 +173,7 @@ func recommended(risks []configv1.ConditionalUpdateRisk, results map[string]risk
 	if len(messages) > 0 {
 		c.Message = strings.Join(messages, "\n\n")
 	}
-	c.Message = payload.Bound(c.Message, maxRecommendedMessageBytes)
+	c.Message = textwrap.Bound(c.Message, maxRecommendedMessageBytes)
 	return c
 }
 
@@ -344,11 +344,11 @@ func statusRisks(risks []configv1.ConditionalUpdateRisk) []configv1.ConditionalU
 	for i := range risks {
 		r := &out[i]
 		risks[i].DeepCopyInto(r)
-		r.Message = payload.Bound(r.Message, maxRiskMessageBytes)
-		r.URL = payload.Bound(r.URL, updategraph.MaxRiskURLBytes)
+		r.Message = textwrap.Bound(r.Message, maxRiskMessageBytes)
+		r.URL = textwrap.Bound(r.URL, updategraph.MaxRiskURLBytes)
 		for k := range r.MatchingRules {
 			if q := r.MatchingRules[k].PromQL; q != nil {
-				q.PromQL = payload.Bound(q.PromQL, maxMessageBytes)
+				q.PromQL = textwrap.Bound(q.PromQL, maxMessageBytes)
 			}
 		}
 	}
@@ -442,7 +442,7 @@ func acceptRisksOf(u *unstructured.Unstructured) []string {
 			continue
 		}
 		if name, ok := m["name"].(string); ok && name != "" && !slices.Contains(names, name) {
-			names = append(names, payload.Bound(name, updategraph.MaxRiskNameBytes))
+			names = append(names, textwrap.Bound(name, updategraph.MaxRiskNameBytes))
 		}
 		if len(names) == MaxAcceptRisks {
 			break

@@ -12,6 +12,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // crdRemovalMessagePrefix starts the message of every
@@ -95,7 +96,7 @@ func crdRemovalMessage(pending []crdcompat.PendingRemoval) string {
 	}
 	msg := crdRemovalMessagePrefix + strings.Join(parts, ", ") +
 		"; run 'payload-applier crd migrate-storage NAME' for each CustomResourceDefinition, which moves its objects to the storage version and leaves only that version in status.storedVersions"
-	return payload.Bound(strings.ReplaceAll(msg, "\n", " "), maxCRDRemovalMessageBytes)
+	return textwrap.Bound(strings.ReplaceAll(msg, "\n", " "), maxCRDRemovalMessageBytes)
 }
 
 // LiveCRDRemovals brings cv's Upgradeable condition up to date, in

@@ -94,7 +94,7 @@ type Config struct {
 
 	// OperandCleanupStallAfter is how long an operand cleanup may make no
 	// progress, or wait to start, before it reads as stalled or blocked;
-	// default 10 minutes.
+	// default apply.DefaultStuckAfter.
 	OperandCleanupStallAfter time.Duration
 	// UpdateGraph, when set, is the update graph the operator reads,
 	// instead of the ClusterVersion's spec.upstream.

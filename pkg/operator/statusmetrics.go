@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // The CVO's series about the ClusterVersion and the ClusterOperators,
@@ -81,7 +81,7 @@ func newStatusCollector() *statusCollector {
 }
 
 // label bounds a label value taken from the cluster.
-func label(s string) string { return payload.Bound(s, maxLabelBytes) }
+func label(s string) string { return textwrap.Bound(s, maxLabelBytes) }
 
 func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.clusterVersion, c.availableUpdates, c.operatorUp, c.operatorConditions, c.transitions, c.retrieval} {

@@ -12,6 +12,7 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // maxInvalidMessageBytes bounds the Invalid condition's message: it
@@ -123,7 +124,7 @@ func invalidCondition(errs field.ErrorList) *configv1.ClusterOperatorStatusCondi
 		}
 	}
 	return &configv1.ClusterOperatorStatusCondition{Type: ConditionInvalid, Status: configv1.ConditionTrue,
-		Reason: ReasonInvalidClusterVersion, Message: payload.Bound(b.String(), maxInvalidMessageBytes)}
+		Reason: ReasonInvalidClusterVersion, Message: textwrap.Bound(b.String(), maxInvalidMessageBytes)}
 }
 
 // checkSpec validates cv's spec, sets or removes Invalid, and clears the

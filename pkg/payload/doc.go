@@ -5,15 +5,24 @@
 // optional manifests/ read first) and the flat layout that
 // `oc adm release extract` writes, which also covers a release-manifests
 // directory on its own. Files are read in name order; only .yaml, .yml and
-// .json files count, and subdirectories are ignored. A YAML file is cut at
-// its "---" lines so that every document knows the line it starts at; a
-// JSON file is one document. Every document, JSON or YAML, goes through one
-// strict parse (parseDocument): sigs.k8s.io/yaml's strict conversion, which
-// refuses a key set twice, a refusal of YAML merge keys, then library-go's
-// Manifest parser, and apiVersion, kind, metadata.name and
-// metadata.namespace must be strings. Templates in manifests/ are not
-// rendered (the release image they need is unknown offline), so such a
-// file is a parse error.
+// .json files count, and subdirectories are ignored.
+//
+// Parsing: a parse cache (parsecache.go) keeps parsed files by path and
+// content hash, bounded by DefaultParseCacheBytes, because the operator's
+// passes over one release, and a plan of two releases, parse mostly the
+// same files; the objects it hands out are shared, so they are read-only.
+// A file it does not hold is parsed: a YAML file is cut at its "---"
+// lines so that every document knows the line it starts at; a JSON file
+// is one document. Each document first goes to a fast reader (fastyaml.go)
+// for the block-style YAML that generated manifests are written in; it
+// builds the object library-go's path would, and gives up on anything it
+// is not sure of. Those documents take the strict library-go path
+// (parseDocument): sigs.k8s.io/yaml's strict conversion, which refuses a
+// key set twice, a refusal of YAML merge keys, then library-go's Manifest
+// parser. Either way the same documents are accepted with the same
+// errors, and apiVersion, kind, metadata.name and metadata.namespace must
+// be strings. Templates in manifests/ are not rendered (the release image
+// they need is unknown offline), so such a file is a parse error.
 //
 // Duplicates follow the CVO: one object twice in a file is an error, as
 // library-go's ParseManifests makes it; the same object in two files is a

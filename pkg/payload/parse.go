@@ -16,6 +16,8 @@ import (
 	validationpath "k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // fileNamePattern is the CVO's task-graph file-name rule.
@@ -426,17 +428,5 @@ func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return Clip(s, n) + "..."
-}
-
-// Clip is s cut to at most n bytes, on a rune boundary so that the text
-// stays valid UTF-8.
-func Clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return textwrap.Clip(s, n) + "..."
 }

@@ -11,7 +11,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // Admin acknowledgements, as the CVO has them (pkg/risk/adminack; before
@@ -166,7 +166,7 @@ func JudgeAdminAcks(version string, gates, acks AdminConfigMap) AdminAcks {
 		value := gates.Data[key]
 		major, minor, err := ParseAdminGateName(key)
 		if err != nil {
-			messages[ReasonAdminAckConfigMapGateNameError] = append(messages[ReasonAdminAckConfigMapGateNameError], payload.Bound(err.Error(), maxAdminGateTextBytes))
+			messages[ReasonAdminAckConfigMapGateNameError] = append(messages[ReasonAdminAckConfigMapGateNameError], textwrap.Bound(err.Error(), maxAdminGateTextBytes))
 			continue
 		}
 		if versionErr != nil || major != current.Major || minor != current.Minor {
@@ -174,13 +174,13 @@ func JudgeAdminAcks(version string, gates, acks AdminConfigMap) AdminAcks {
 		}
 		if strings.TrimSpace(value) == "" {
 			messages[ReasonAdminAckConfigMapGateValueError] = append(messages[ReasonAdminAckConfigMapGateValueError],
-				fmt.Sprintf("%s configmap gate %s must contain a non-empty value.", DefaultAdminGates.Name, payload.Bound(key, maxAdminGateTextBytes)))
+				fmt.Sprintf("%s configmap gate %s must contain a non-empty value.", DefaultAdminGates.Name, textwrap.Bound(key, maxAdminGateTextBytes)))
 			continue
 		}
 		if acks.Data[key] == "true" {
 			continue
 		}
-		text := payload.Bound(value, maxAdminGateTextBytes)
+		text := textwrap.Bound(value, maxAdminGateTextBytes)
 		out.Pending = append(out.Pending, AdminGate{Key: key, Version: fmt.Sprintf("%d.%d", major, minor), Text: text, URL: FirstHTTPSURL(text)})
 		messages[ReasonAdminAckRequired] = append(messages[ReasonAdminAckRequired], text)
 	}
@@ -201,7 +201,7 @@ func JudgeAdminAcks(version string, gates, acks AdminConfigMap) AdminAcks {
 func unreadable(cm AdminConfigMap, reason string) *AdminAckBlocker {
 	switch {
 	case cm.Err != nil:
-		return &AdminAckBlocker{Reason: reason, Message: payload.Bound(
+		return &AdminAckBlocker{Reason: reason, Message: textwrap.Bound(
 			fmt.Sprintf("Unable to access configmap %s, err=%v.", cm.Name.Name, cm.Err), maxAdminGateTextBytes)}
 	case cm.Absent && cm.Shipped:
 		return &AdminAckBlocker{Reason: reason, Message: fmt.Sprintf("%s configmap not found.", cm.Name.Name)}

@@ -18,7 +18,7 @@ const (
 )
 
 // CarriedDeletes refuses a minor or major update whose release still
-// carries a delete manifest that the current release carried (seed 002):
+// carries a delete manifest that the current release carried:
 // a cluster leaves a minor version only once its deletes are done
 // (Upgradeable), so such a manifest is dead weight that would delete an
 // object re-created since. Within a z-stream leftovers are allowed, as

@@ -14,7 +14,8 @@ const (
 
 // ReleaseDeprecated refuses a target that the update graph marks
 // deprecated: a deprecated release may be updated from, never installed or
-// updated to (seed 004). force accepts it.
+// updated to: the graph keeps it only so that clusters on it can leave.
+// force accepts it.
 type ReleaseDeprecated struct{}
 
 var _ Precondition = ReleaseDeprecated{}

@@ -1,4 +1,5 @@
-// Package textwrap fills text into indented lines for a terminal.
+// Package textwrap fits text to a space: it fills text into indented lines
+// for a terminal, and clips text to a byte budget without breaking UTF-8.
 package textwrap
 
 import "strings"

@@ -48,8 +48,9 @@ func chainJSON(n int, skips, perNodeChannel bool) []byte {
 	return b.Bytes()
 }
 
-// duplicateEdgesJSON is the hostile graph of issue 22: two releases and
-// one edge repeated until the graph is just under MaxGraphBytes.
+// duplicateEdgesJSON is a hostile graph, cheap to send and costly to keep:
+// two releases and one edge repeated until the graph is just under
+// MaxGraphBytes.
 func duplicateEdgesJSON() []byte {
 	head := `{"nodes": [{"version": "1.0.0", "payload": "a"}, {"version": "1.0.1", "payload": "b"}], "edges": [[0,1]`
 	n := (MaxGraphBytes - len(head) - 3) / len(",[0,1]")

@@ -52,10 +52,9 @@ func allocatedBy(parse func()) uint64 {
 	return after.TotalAlloc - before.TotalAlloc
 }
 
-// The floods of issue 33: each passes a cap and goes on for megabytes.
-// The parser must refuse each as it passes the cap, so that what it
-// allocates follows the caps, not the body (before: each read whole, 30
-// to 700 MiB allocated). A flood refused within its first kilobytes may
+// Floods: each passes a cap and goes on for megabytes. The parser must
+// refuse each as it passes the cap, so that what it allocates follows the
+// caps, not the body (read whole, each would take 30 to 700 MiB). A flood refused within its first kilobytes may
 // cost 1 MiB; one that passes a count cap, no more than the graph at that
 // cap, which is accepted, costs (a quarter more, for noise).
 func TestParseRefusesFloodsWithoutReadingThemWhole(t *testing.T) {

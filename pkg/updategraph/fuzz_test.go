@@ -27,7 +27,7 @@ func FuzzParse(f *testing.F) {
 	for _, seed := range []string{
 		`{"nodes": [], "edges": []}`,
 		`{"nodes": [` + two + `], "edges": [[0, 1]]}`,
-		// The shapes of issue 22 and their neighbours.
+		// Duplicate edges, nodes and keys, and their neighbours.
 		`{"nodes": [` + two + `], "edges": [[0, 1], [0, 1], [0, 1], [0,1]]}`,
 		`{"nodes": [` + two + `, {"version": "1.0.0", "payload": "c"}]}`,
 		`{"nodes": [` + two + `], "nodes": []}`,

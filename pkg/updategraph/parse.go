@@ -11,7 +11,7 @@ import (
 
 	"github.com/blang/semver/v4"
 
-	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // Caps on a graph read by Parse. A real OpenShift graph holding every
@@ -571,5 +571,5 @@ func excerpt(s string) string {
 	if len(s) <= limit {
 		return s
 	}
-	return payload.Clip(s, limit) + "…"
+	return textwrap.Clip(s, limit) + "…"
 }

@@ -39,9 +39,9 @@ func TestParseMergesDuplicateEdges(t *testing.T) {
 	}
 }
 
-// The graph of issue 22: one edge listed until the graph is 32 MiB. It
-// must come out as the two-node graph it is, without allocating for the
-// copies (before: 5.6 M edges, about 700 MiB allocated).
+// A hostile graph: one edge listed until the graph is 32 MiB. It must come
+// out as the two-node graph it is, without allocating for the copies
+// (kept, the 5.6 M edges would take about 700 MiB).
 func TestParseDuplicateEdgeFloodCostsNoMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads 32 MiB")

@@ -7,8 +7,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// One-component measurements: a component's manifests run in waves, so a
-// large component is no longer serial (issue 26).
+// One-component measurements: a component's manifests run in waves, so
+// these show whether a large component still applies one manifest at a
+// time.
 const (
 	mOneCM    = "one-component-cm-install"
 	mOneMixed = "one-component-mixed-install"

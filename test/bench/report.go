@@ -17,7 +17,8 @@ const (
 	docsEnd   = "<!-- bench:end -->"
 )
 
-// goal is one target of issue 7, judged on the medians.
+// goal is one performance target the report checks, judged on the
+// medians so that one noisy run neither meets nor misses it.
 type goal struct {
 	name, want, got string
 	known, met      bool

@@ -38,7 +38,7 @@ stringData:
 // the second release marks for deletion that existed, and nothing else,
 // with the one widening on purpose: when the second release removes the
 // widgets component, its CRD says operand-cleanup: Supported and the
-// policy is Delete, the Widgets in the CRD's scope go too (issue 14).
+// policy is Delete, the Widgets in the CRD's scope go too.
 func TestDeletesExactlyWhatTheUpdateMarks(t *testing.T) {
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)

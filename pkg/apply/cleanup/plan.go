@@ -1,5 +1,5 @@
-// Package cleanup decides operand cleanup (seeds 000 and 001): when a
-// release removes a component whose CRDs its author marked
+// Package cleanup decides operand cleanup: when a release removes a
+// component whose CRDs its author marked
 // `release.openshift.io/operand-cleanup: "Supported"`, and the cluster
 // admin set the ClusterVersion's `payload-applier.io/operand-cleanup:
 // "Delete"`, the custom resources of those CRDs are deleted, while the

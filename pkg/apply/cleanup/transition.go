@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
-	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // Kind is what the engine saw, or did, that may change a component's
@@ -276,5 +276,5 @@ func (r *Record) SkipSummary() string {
 // bounded cuts a message written to the cluster to maxNoteLen bytes,
 // saying that it did.
 func bounded(s string) string {
-	return payload.Bound(s, maxNoteLen)
+	return textwrap.Bound(s, maxNoteLen)
 }

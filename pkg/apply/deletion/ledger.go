@@ -31,10 +31,10 @@ func (l *Ledger) Get(id payload.ObjectID) (Record, bool) {
 	return l.Ledger.Get(id.String())
 }
 
-// Prune forgets finished or refused records that keep does not want, so
-// that the ledger holds what the current release needs and not every
-// delete ever made.
-func (l *Ledger) Prune(keep func(Record) bool) {
+// Retain keeps unfinished records and those keep wants, and forgets the
+// other finished or refused ones, so that the ledger holds what the
+// current release needs and not every delete ever made.
+func (l *Ledger) Retain(keep func(Record) bool) {
 	l.Ledger.Prune(func(r Record) bool {
 		return (r.Finished() || r.State == Refused) && !keep(r)
 	})

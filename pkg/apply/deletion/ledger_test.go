@@ -8,7 +8,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-func TestLedgerPruneKeepsUnfinishedAndWantedRecords(t *testing.T) {
+func TestLedgerRetainKeepsUnfinishedAndWantedRecords(t *testing.T) {
 	ctx := context.Background()
 	store := &MemoryStore{}
 	l := NewLedger(store)
@@ -23,7 +23,7 @@ func TestLedgerPruneKeepsUnfinishedAndWantedRecords(t *testing.T) {
 	} {
 		l.Set(Record{ID: id(n), State: st})
 	}
-	l.Prune(func(r Record) bool { return r.ID.Name == "completed-kept" })
+	l.Retain(func(r Record) bool { return r.ID.Name == "completed-kept" })
 	if err := l.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -24,8 +24,9 @@ func configMap(namespace, name string) string {
 
 const oneLineNumericNamespace = `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":7,"annotations":{"` + include + `":"true"}}}`
 
-// HiddenDeletes are the shapes issue 22 found (a key set twice in a JSON
-// document, a YAML merge key, namespace: no) and their near relatives.
+// HiddenDeletes are the shapes that can hide or inject a delete (a key set
+// twice in a JSON document, a YAML merge key, namespace: no) and their near
+// relatives.
 var HiddenDeletes = []HiddenDelete{{
 	Name: "a .json file whose second delete key hides the first",
 	File: "0000_50_a_00_x.json",

@@ -1,6 +1,21 @@
-package payload
+package textwrap
 
-import "strconv"
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// Clip is s cut to at most n bytes, on a rune boundary so that the text
+// stays valid UTF-8.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
 
 // Bound is s cut through Clip to at most n bytes, ending with a marker
 // that says how many bytes were cut, for text written to the cluster: a
