@@ -405,7 +405,7 @@ func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target str
 	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout)}
 	o.cfg.RiskConditions = clusterconditions.New(nil)
 	o.risks = newRiskEvaluator(o.clock, o.cfg.RiskConditions, defaultRiskEvaluationTimeout)
-	return o.refreshUpdates(ctx, cv, target, metav1.Now()).deprecated
+	return o.refreshUpdates(ctx, cv, target, metav1.Now(), true).deprecated
 }
 
 // clusterVersionsResource is the ClusterVersion, read unstructured for

@@ -88,6 +88,17 @@ func (f *graphFetcher) lookup(ctx context.Context, q graphQuery) (latest, good g
 	return f.latest, f.good
 }
 
+// peek is lookup that never reads inline: a sync that has already read
+// once learns of a new query, which a started fetcher reads at once.
+func (f *graphFetcher) peek(q graphQuery) (latest, good graphAnswer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bg.started() != nil {
+		f.want(q)
+	}
+	return f.latest, f.good
+}
+
 // want makes q the query the goroutine reads: a new one at once, giving up
 // a read of the old one so that a black-holed upstream cannot delay its
 // replacement. The caller holds mu.

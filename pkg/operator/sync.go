@@ -119,14 +119,14 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		return nil, err
 	}
 	o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
-	view := o.refreshUpdates(ctx, cv, out.Target, now)
+	view := o.refreshUpdates(ctx, cv, out.Target, now, true)
 
 	running := status.Desired.Version
 	rel := o.acceptTarget(ctx, cv, out, view, now)
 	if status.Desired.Version != running {
 		// Ask the graph about the new version at once, and list none of
 		// the old version's updates meanwhile.
-		o.refreshUpdates(ctx, cv, out.Target, now)
+		o.refreshUpdates(ctx, cv, out.Target, now, false)
 	}
 	if rel == nil && status.Desired.Version != "" {
 		if rel, err = o.currentRelease(ctx, cv); err != nil {

@@ -96,10 +96,17 @@ type graphView struct {
 // is being retrieved. A graph that cannot be fetched leaves
 // availableUpdates as they were for the same query and deprecations as
 // last known; the condition says how old they are.
-func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time) graphView {
+// A sync reads the graph inline (not started) at most once: again, with
+// inline unset, it only asks.
+func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time, inline bool) graphView {
 	status := &cv.Status
 	query := queryFor(o.cfg.UpdateGraph, cv, target)
-	latest, good := o.graphs.lookup(ctx, query)
+	var latest, good graphAnswer
+	if inline {
+		latest, good = o.graphs.lookup(ctx, query)
+	} else {
+		latest, good = o.graphs.peek(query)
+	}
 	o.metrics.observeRetrieval(query, good, now.Time)
 	source, version := query.source, query.version
 	if source == nil {
