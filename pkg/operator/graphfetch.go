@@ -115,8 +115,8 @@ func (f *graphFetcher) want(q graphQuery) {
 	f.bg.request()
 }
 
-// readAgain makes the next read of the wanted query due at once: the
-// cluster's version changed, and the graph may say more about it.
+// readAgain makes the next read of the wanted query due at once: an
+// update completed, and the graph may have changed while it ran.
 func (f *graphFetcher) readAgain() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
