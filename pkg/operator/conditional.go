@@ -215,14 +215,10 @@ func combinedReason(now, want string) string {
 // cleared.
 func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, updates []updategraph.Node, version string, now metav1.Time) error {
 	status := &cv.Status
-	conditional, err := g.ConditionalUpdates(version)
+	conditional, entries, results, err := o.conditionalEntries(ctx, cv, g, version, now)
 	if err != nil {
 		o.clearUpdates(status)
 		return err
-	}
-	conditional = usableConditional(conditional)
-	if len(conditional) > MaxConditionalUpdates {
-		conditional = conditional[:MaxConditionalUpdates]
 	}
 	targets := map[string]bool{}
 	for _, u := range conditional {
@@ -230,14 +226,51 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 	}
 	// A target listed both ways is conditional, as the CVO prefers it.
 	updates = slices.DeleteFunc(slices.Clone(updates), func(n updategraph.Node) bool { return targets[n.Version] })
+	for i, e := range entries {
+		if c := meta.FindStatusCondition(e.Conditions, precondition.ConditionRecommended); c != nil && c.Status == metav1.ConditionTrue {
+			updates = append(updates, conditional[i].Release)
+		}
+	}
+	sortReleases(updates)
+	status.AvailableUpdates = releasesOf(updates)
+	status.ConditionalUpdates = entries
+	o.metrics.observeConditionalUpdates(entries, results)
+	return nil
+}
+
+// pendingConditional judges the conditional updates from version in the
+// channel's graph g of an answer for another version, for acceptance
+// alone; none when g is invalid.
+func (o *Operator) pendingConditional(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, version string, now metav1.Time) []configv1.ConditionalUpdate {
+	_, entries, _, err := o.conditionalEntries(ctx, cv, g, version, now)
+	if err != nil {
+		return nil
+	}
+	return entries
+}
+
+// conditionalEntries reads the usable conditional updates from version in
+// the channel's graph g, and judges each as status.conditionalUpdates
+// holds it, keeping the conditions status already has for it; entries
+// are nil when there are none.
+func (o *Operator) conditionalEntries(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, version string, now metav1.Time) (
+	conditional []updategraph.ConditionalUpdate, entries []configv1.ConditionalUpdate, results map[string]riskResult, err error) {
+	conditional, err = g.ConditionalUpdates(version)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	conditional = usableConditional(conditional)
+	if len(conditional) > MaxConditionalUpdates {
+		conditional = conditional[:MaxConditionalUpdates]
+	}
 	// PromQL rules fill the cluster's ID into their `_id=""` matchers.
-	results := o.risks.lookup(clusterconditions.WithClusterID(ctx, string(cv.Spec.ClusterID)), conditional)
+	results = o.risks.lookup(clusterconditions.WithClusterID(ctx, string(cv.Spec.ClusterID)), conditional)
 	accept := o.acceptRisks(ctx, cv)
 	previous := map[string][]metav1.Condition{}
-	for _, u := range status.ConditionalUpdates {
+	for _, u := range cv.Status.ConditionalUpdates {
 		previous[u.Release.Version] = u.Conditions
 	}
-	entries := make([]configv1.ConditionalUpdate, 0, len(conditional))
+	entries = make([]configv1.ConditionalUpdate, 0, len(conditional))
 	// The updates of one group share its risks: they are bounded, judged
 	// and held once per group, not once per target.
 	type judged struct {
@@ -257,18 +290,11 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&entry.Conditions, c)
 		entries = append(entries, entry)
-		if c.Status == metav1.ConditionTrue {
-			updates = append(updates, u.Release)
-		}
 	}
-	sortReleases(updates)
-	status.AvailableUpdates = releasesOf(updates)
 	if len(entries) == 0 {
 		entries = nil
 	}
-	status.ConditionalUpdates = entries
-	o.metrics.observeConditionalUpdates(entries, results)
-	return nil
+	return conditional, entries, results, nil
 }
 
 // riskList names a list of risks by its backing array: the conditional
@@ -379,7 +405,7 @@ func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target str
 	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout)}
 	o.cfg.RiskConditions = clusterconditions.New(nil)
 	o.risks = newRiskEvaluator(o.clock, o.cfg.RiskConditions, defaultRiskEvaluationTimeout)
-	return o.refreshUpdates(ctx, cv, target, metav1.Now())
+	return o.refreshUpdates(ctx, cv, target, metav1.Now(), true).deprecated
 }
 
 // clusterVersionsResource is the ClusterVersion, read unstructured for

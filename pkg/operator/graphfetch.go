@@ -26,11 +26,12 @@ const (
 
 // graphAnswer is how one read of the graph ended.
 type graphAnswer struct {
-	// key is the query's; empty for no answer at all.
-	key   string
-	graph *updategraph.Graph
-	err   error
-	at    time.Time
+	// key is the query's; empty for no answer at all. scope is the key
+	// without the version: answers of one scope hold the same graph.
+	key, scope string
+	graph      *updategraph.Graph
+	err        error
+	at         time.Time
 }
 
 // graphFetcher reads the update graph for the operator. Started (by the
@@ -53,6 +54,8 @@ type graphFetcher struct {
 	// latest is the last read that ended, whatever its query; good is the
 	// last one that succeeded.
 	latest, good graphAnswer
+	// again makes the wanted query due at once, answered or not.
+	again bool
 }
 
 func newGraphFetcher(clk clock.Clock, refresh, budget time.Duration) *graphFetcher {
@@ -75,11 +78,23 @@ func (f *graphFetcher) lookup(ctx context.Context, q graphQuery) (latest, good g
 		f.want(q)
 		return f.latest, f.good
 	}
-	if q.readable() && (f.latest.key != q.key() || f.clock.Since(f.latest.at) >= f.refresh) {
+	if q.readable() && (f.again || f.latest.key != q.key() || f.clock.Since(f.latest.at) >= f.refresh) {
+		f.again = false
 		f.mu.Unlock()
 		a := f.read(ctx, q)
 		f.mu.Lock()
 		f.store(a)
+	}
+	return f.latest, f.good
+}
+
+// peek is lookup that never reads inline: a sync that has already read
+// once learns of a new query, which a started fetcher reads at once.
+func (f *graphFetcher) peek(q graphQuery) (latest, good graphAnswer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.bg.started() != nil {
+		f.want(q)
 	}
 	return f.latest, f.good
 }
@@ -98,6 +113,17 @@ func (f *graphFetcher) want(q graphQuery) {
 		f.inflight = ""
 	}
 	f.bg.request()
+}
+
+// readAgain makes the next read of the wanted query due at once: an
+// update completed, and the graph may have changed while it ran.
+func (f *graphFetcher) readAgain() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.again = true
+	if f.bg.started() != nil {
+		f.bg.request()
+	}
 }
 
 // step reads the wanted query when it is due, and says when it is due
@@ -119,7 +145,8 @@ func (f *graphFetcher) next() (graphQuery, time.Duration) {
 	if !q.readable() {
 		return q, -1
 	}
-	if f.latest.key != q.key() {
+	if f.again || f.latest.key != q.key() {
+		f.again = false
 		return q, 0
 	}
 	if left := f.refresh - f.clock.Since(f.latest.at); left > 0 {
@@ -178,7 +205,7 @@ func (f *graphFetcher) read(ctx context.Context, q graphQuery) graphAnswer {
 	if err != nil && ctx.Err() == nil {
 		klog.FromContext(ctx).Info("Reading the update graph failed", "source", q.source.String(), "err", err)
 	}
-	return graphAnswer{key: q.key(), graph: g, err: err, at: f.clock.Now()}
+	return graphAnswer{key: q.key(), scope: q.scope(), graph: g, err: err, at: f.clock.Now()}
 }
 
 // lastGood is the graph of the last read that succeeded, nil before one did.

@@ -182,9 +182,7 @@ func TestABlackHoledUpstreamNeverStallsASync(t *testing.T) {
 	if !c.exists("keep") || len(cv.Status.History) == 0 || cv.Status.History[0].State != configv1.CompletedUpdate {
 		t.Fatalf("the release must be applied and reported while the upstream is silent: history %+v", cv.Status.History)
 	}
-	if rc := findCondition(cv.Status.Conditions, configv1.RetrievedUpdates); rc != nil {
-		t.Errorf("RetrievedUpdates = %+v before any answer, want none yet", rc)
-	}
+	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionUnknown, ReasonRetrieving, "Retrieving the available updates of 1.0.0")
 }
 
 func TestAnUnansweredReadFailsAfterItsBudget(t *testing.T) {

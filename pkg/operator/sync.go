@@ -124,9 +124,15 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	if judging {
 		o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
 	}
-	deprecated := o.refreshUpdates(ctx, cv, out.Target, now)
+	view := o.refreshUpdates(ctx, cv, out.Target, now, true)
 
-	rel := o.acceptTarget(ctx, cv, out, deprecated, now)
+	running := status.Desired.Version
+	rel := o.acceptTarget(ctx, cv, out, view, now)
+	if status.Desired.Version != running {
+		// Ask the graph about the new version at once, and list none of
+		// the old version's updates meanwhile.
+		o.refreshUpdates(ctx, cv, out.Target, now, false)
+	}
 	if rel == nil && status.Desired.Version != "" {
 		if rel, err = o.currentRelease(ctx, cv); err != nil {
 			out.CurrentErr = err
@@ -176,6 +182,8 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		status.History = completeHistory(status.History, now)
 		if completing {
 			o.pruneImageCache(ctx, cv)
+			// The graph may have changed while the update ran.
+			o.graphs.readAgain()
 		}
 	}
 	out.CleanupErr = res.CleanupErr
@@ -218,7 +226,7 @@ func targetVersion(cv *configv1.ClusterVersion) string {
 // acceptTarget loads a new target and runs the preconditions. It returns
 // the release to apply, or nil when the target was refused or unloadable and
 // the current release should be reconciled instead.
-func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, deprecated map[string]string, now metav1.Time) *payload.Release {
+func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, view graphView, now metav1.Time) *payload.Release {
 	status := &cv.Status
 	t := o.resolveTarget(ctx, cv, out, now)
 	if t == nil {
@@ -232,7 +240,16 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	accepted := configv1.ClusterOperatorStatusCondition{
 		Type: ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: ReasonPayloadLoaded,
 		Message: fmt.Sprintf("Payload loaded version=%q", rel.Version)}
-	verdict := Judge(ctx, o.engine, cv, out.Target, rel, deprecated)
+	judged := cv
+	if len(view.pending) > 0 && len(cv.Status.ConditionalUpdates) == 0 {
+		// No answer for the cluster's version yet: a target that the last
+		// answer makes a conditional update is judged by its risks, never
+		// as unknown.
+		c := *cv
+		c.Status.ConditionalUpdates = view.pending
+		judged = &c
+	}
+	verdict := Judge(ctx, o.engine, judged, out.Target, rel, view.deprecated)
 	out.Verdict = &verdict
 	if !verdict.Checked {
 		// Already the target: also clears a refusal of a target that was

@@ -17,6 +17,10 @@ import (
 // update graph marks deprecated.
 const ConditionReleaseDeprecated configv1.ClusterStatusConditionType = "ReleaseDeprecated"
 
+// ReasonRetrieving is RetrievedUpdates=Unknown's while the graph has not
+// answered for the cluster's version, channel and upstream.
+const ReasonRetrieving = "Retrieving"
+
 // graphQuery is what the operator asks the update graph about a cluster.
 type graphQuery struct {
 	// source is the configured graph, or the ClusterVersion's
@@ -50,6 +54,15 @@ func (q graphQuery) key() string {
 	return q.String()
 }
 
+// scope is key without the version: the graph a server gives for one
+// channel is the same whatever version asks.
+func (q graphQuery) scope() string {
+	if q.source == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s?channel=%s", q.source, q.channel)
+}
+
 // readable tells whether there is a graph to read: a server answers only
 // for a channel; a file still tells which releases are deprecated.
 func (q graphQuery) readable() bool {
@@ -62,16 +75,38 @@ func (q graphQuery) read(ctx context.Context) (*updategraph.Graph, error) {
 	return q.source.Graph(ctx, q.channel, q.version)
 }
 
+// graphView is what a sync knows from the update graph for judging a
+// target.
+type graphView struct {
+	// deprecated are the releases the last good answer deprecates.
+	deprecated map[string]string
+	// pending are the conditional updates from the cluster's version in
+	// an answer for another version of the same upstream and channel,
+	// judged as status would hold them, while the cluster's version has
+	// no answer: status lists none of them, but a target among them is
+	// judged by its risks rather than as unknown.
+	pending []configv1.ConditionalUpdate
+}
+
 // refreshUpdates sets status.availableUpdates, RetrievedUpdates and
-// ReleaseDeprecated from what the graph fetcher knows, and returns the
-// deprecated releases for acceptance of target, the version the spec asks
-// for. A graph that cannot be fetched leaves availableUpdates as they were
-// for the same query and deprecations as last known; the condition says
-// how old they are.
-func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time) map[string]string {
+// ReleaseDeprecated from what the graph fetcher knows, and returns what
+// acceptance of target, the version the spec asks for, is judged by. Only
+// an answer for the query itself, the cluster's version included, fills
+// the lists: until it comes they are empty and RetrievedUpdates says it
+// is being retrieved. A graph that cannot be fetched leaves
+// availableUpdates as they were for the same query and deprecations as
+// last known; the condition says how old they are.
+// A sync reads the graph inline (not started) at most once: again, with
+// inline unset, it only asks.
+func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time, inline bool) graphView {
 	status := &cv.Status
 	query := queryFor(o.cfg.UpdateGraph, cv, target)
-	latest, good := o.graphs.lookup(ctx, query)
+	var latest, good graphAnswer
+	if inline {
+		latest, good = o.graphs.lookup(ctx, query)
+	} else {
+		latest, good = o.graphs.peek(query)
+	}
 	o.metrics.observeRetrieval(query, good, now.Time)
 	source, version := query.source, query.version
 	if source == nil {
@@ -79,7 +114,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		status.Conditions = removeCondition(status.Conditions, configv1.RetrievedUpdates)
 		status.Conditions = removeCondition(status.Conditions, ConditionReleaseDeprecated)
 		o.metrics.observeDeprecation(version, false)
-		return nil
+		return graphView{}
 	}
 	channel := query.channel
 	retrieved := configv1.ClusterOperatorStatusCondition{Type: configv1.RetrievedUpdates, Status: configv1.ConditionFalse}
@@ -89,8 +124,10 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		o.clearUpdates(status)
 	case latest.key != query.key():
 		// The answer to a new query is on its way and wakes a sync when
-		// it comes; until then the status stays as it was.
-		retrieved = configv1.ClusterOperatorStatusCondition{}
+		// it comes; an answer for another version never stands in for it.
+		o.clearUpdates(status)
+		retrieved.Status, retrieved.Reason = configv1.ConditionUnknown, ReasonRetrieving
+		retrieved.Message = fmt.Sprintf("Retrieving the available updates of %s in the %q channel from %s.", version, channel, source)
 	case latest.err != nil:
 		retrieved.Reason = updategraph.ReasonOf(latest.err)
 		retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: %v", source, latest.err)
@@ -127,13 +164,18 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	if retrieved.Type != "" {
 		status.Conditions = setCondition(status.Conditions, retrieved, now)
 	}
+	var view graphView
+	if channel != "" && good.key != query.key() && good.scope == query.scope() && good.graph != nil {
+		view.pending = o.pendingConditional(ctx, cv, good.graph.InChannel(channel), version, now)
+	}
 
 	known := good.graph
 	if known == nil {
 		status.Conditions = removeCondition(status.Conditions, ConditionReleaseDeprecated)
-		return nil
+		return view
 	}
 	deprecations := known.Deprecations()
+	view.deprecated = deprecations
 	msg, deprecated := deprecations[version]
 	c := configv1.ClusterOperatorStatusCondition{Type: ConditionReleaseDeprecated, Status: configv1.ConditionFalse,
 		Reason: ReasonAsExpected, Message: fmt.Sprintf("Release %s is not deprecated.", version)}
@@ -146,7 +188,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	}
 	status.Conditions = setCondition(status.Conditions, c, now)
 	o.metrics.observeDeprecation(version, deprecated)
-	return deprecations
+	return view
 }
 
 // releasesOf turns graph nodes into the status's releases.

@@ -55,8 +55,8 @@ func TestABlackHoledUpstreamHoldsNoPassOfTheRunningOperator(t *testing.T) {
 	}
 	cv = op.clusterVersion(t)
 	// A read ends no sooner than its three 30s tries; nothing has come back.
-	if c := findCondition(cv, configv1.RetrievedUpdates); c != nil {
-		t.Fatalf("RetrievedUpdates = %+v while the upstream is silent, want none yet", c)
+	if c := findCondition(cv, configv1.RetrievedUpdates); c == nil || c.Status != configv1.ConditionUnknown || c.Reason != operator.ReasonRetrieving {
+		t.Fatalf("RetrievedUpdates = %+v while the upstream is silent, want Unknown Retrieving", c)
 	}
 	requireCondition(t, cv, "Failing", configv1.ConditionFalse, "")
 
