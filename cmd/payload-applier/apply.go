@@ -38,10 +38,14 @@ type applyOptions struct {
 	leaseWait   time.Duration
 	ignoreLease bool
 	registry    registryFlags
+	inclusion   inclusionFlags
+	// load are the inclusion filters, read from inclusion by run.
+	load *payload.LoadOptions
 }
 
-func newApplyCommand() *cobra.Command {
-	o := &applyOptions{}
+func newApplyCommand() *cobra.Command { return (&applyOptions{}).command() }
+
+func (o *applyOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply --payload DIR|IMAGE",
 		Short: "Apply one release payload once, through the operator's engine, then exit",
@@ -50,7 +54,10 @@ same engine and the same state as 'payload-applier start': the ClusterVersion
 named "version", created with its CRD when missing.
 
 The first apply to a cluster is an install. Applying another version is an
-update, checked by the update preconditions. Applying the same version again
+update, checked by the update preconditions. Manifests are included as
+'start' includes them: for --profile (default $CLUSTER_PROFILE), without
+those --exclude-manifests (default $EXCLUDE_MANIFESTS) excludes, and for
+the feature set and gates of the cluster's FeatureGate "cluster". Applying the same version again
 is a reconcile. Deletes are issued in update mode and not waited for: the ones
 still in progress are listed. The update graph (spec.upstream, or
 --update-graph) is read as 'start' reads it: a deprecated release is neither
@@ -100,6 +107,7 @@ refused, the release the cluster runs is reconciled instead.`,
 	cmd.Flags().BoolVar(&o.ignoreLease, "ignore-lease", false, "apply without the operator's Lease, beside a running operator (the ledger merges both writers' records)")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", 10*time.Minute, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", 10*time.Minute, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
+	o.inclusion.add(cmd)
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -120,6 +128,10 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
+	var err error
+	if o.load, err = o.inclusion.loadOptions(cmd.Context()); err != nil {
+		return withExitCode(exitUsage, err)
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.timeout > 0 {
@@ -135,18 +147,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
-	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:        src.releases,
-		Puller:          src.puller,
-		ReleasePlatform: o.registry.platform,
-		Namespace:       o.cluster.namespace,
-		Sync:            apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
-		UpdateGraph:     graphSource(o.updateGraph),
-		// One sync: it reads the graph itself, waiting at most this long.
-		UpdateGraphTimeout: o.graphWait,
-
-		OperandCleanupStallAfter: o.stallAfter,
-	})
+	op, err := operator.NewForConfig(cfg, o.operatorConfig(src))
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
@@ -199,6 +200,23 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	return applyExit(out, src.what)
 }
 
+// operatorConfig is the operator apply runs one sync of.
+func (o *applyOptions) operatorConfig(src *applySource) operator.Config {
+	return operator.Config{
+		Releases:        src.releases,
+		Puller:          src.puller,
+		ReleasePlatform: o.registry.platform,
+		Namespace:       o.cluster.namespace,
+		LoadOptions:     o.load,
+		Sync:            apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
+		UpdateGraph:     graphSource(o.updateGraph),
+		// One sync: it reads the graph itself, waiting at most this long.
+		UpdateGraphTimeout: o.graphWait,
+
+		OperandCleanupStallAfter: o.stallAfter,
+	}
+}
+
 // applySource is what apply asks the operator for: a directory's release,
 // loaded by the CLI, or a release image by digest, which the operator
 // retrieves and verifies itself, as it does for 'start'.
@@ -222,7 +240,7 @@ func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource,
 		if err := checkDir(arg.dir); err != nil {
 			return nil, err
 		}
-		rel, err := payload.Load(arg.dir, payload.DefaultLoadOptions())
+		rel, err := payload.Load(arg.dir, *o.load)
 		if err != nil {
 			return nil, err
 		}
