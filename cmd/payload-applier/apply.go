@@ -26,6 +26,7 @@ import (
 type applyOptions struct {
 	cluster     clusterFlags
 	payloadDir  string
+	payloads    string
 	force       bool
 	strictOrder bool
 	timeout     time.Duration
@@ -54,15 +55,22 @@ same engine and the same state as 'payload-applier start': the ClusterVersion
 named "version", created with its CRD when missing.
 
 The first apply to a cluster is an install. Applying another version is an
-update, checked by the update preconditions. Manifests are included as
-'start' includes them: for --profile (default $CLUSTER_PROFILE), without
-those --exclude-manifests (default $EXCLUDE_MANIFESTS) excludes, and for
-the feature set and gates of the cluster's FeatureGate "cluster". Applying the same version again
+update, checked by the update preconditions. Applying the same version again
 is a reconcile. Deletes are issued in update mode and not waited for: the ones
 still in progress are listed. The update graph (spec.upstream, or
 --update-graph) is read as 'start' reads it: a deprecated release is neither
 installed nor updated to unless --force is given. Apply waits for the graph
 up to --update-graph-timeout, then goes on without it.
+
+Manifests are included as 'start' includes them: for --profile (default
+$CLUSTER_PROFILE), without those --exclude-manifests (default
+$EXCLUDE_MANIFESTS) excludes, and for the feature set and gates of the
+cluster's FeatureGate "cluster". An update that puts an object the cluster
+runs behind a disabled capability enables that capability, as 'start'
+does; apply reads the cluster's current release for it from its image,
+through --release-cache, or from the release store --payloads. When it
+cannot read it, apply refuses the update (exit 3) rather than stop
+managing those objects.
 
 Apply holds the operator's leader-election Lease while it runs, so that a
 running 'payload-applier start' waits; when another instance holds it,
@@ -84,8 +92,8 @@ directory is not verified either.
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, a delete the safety gate refused, or a delete ledger that cannot
 be read (applies still run; no delete does); 2 invalid input or payload, or
-a release image that cannot be retrieved; 3 refused by a precondition or by
-the verification of a release image.
+a release image that cannot be retrieved; 3 refused by a precondition, by
+the verification of a release image, or for want of the current release.
 
 ` + sourceRule + ` Nothing of a release is applied unless all of it is
 pulled, extracted, loaded and, for an update, verified or forced; when it is
@@ -95,6 +103,7 @@ refused, the release the cluster runs is reconciled instead.`,
 	}
 	o.cluster.add(cmd)
 	cmd.Flags().StringVar(&o.payloadDir, "payload", "", "release payload directory or release image (required)")
+	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store, as for 'start': a directory with one payload directory per version, where the cluster's current release is read from when it was not installed from an image")
 	o.registry.addPull(cmd)
 	cmd.Flags().BoolVar(&o.force, "force", false, "apply even when preconditions or a release image's verification fail; the failures are recorded as accepted risks")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long; 0 means no limit")
@@ -208,8 +217,11 @@ func (o *applyOptions) operatorConfig(src *applySource) operator.Config {
 		ReleasePlatform: o.registry.platform,
 		Namespace:       o.cluster.namespace,
 		LoadOptions:     o.load,
-		Sync:            apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
-		UpdateGraph:     graphSource(o.updateGraph),
+		// Rather than stop managing what an update moves behind a
+		// capability, as the CVO would when it cannot tell.
+		RequireCurrentRelease: true,
+		Sync:                  apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
+		UpdateGraph:           graphSource(o.updateGraph),
 		// One sync: it reads the graph itself, waiting at most this long.
 		UpdateGraphTimeout: o.graphWait,
 
@@ -244,7 +256,11 @@ func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource,
 		if err != nil {
 			return nil, err
 		}
-		return &applySource{releases: operator.LoadedRelease{Release: rel}, what: rel.Version,
+		// The puller reads a current release installed from an image; a
+		// directory applies without one when there is no release cache.
+		p, _ := o.registry.puller()
+		return &applySource{releases: applyReleases{LoadedRelease: operator.LoadedRelease{Release: rel}, store: &operator.DirStore{Root: o.payloads}},
+			puller: p, what: rel.Version,
 			request: func(ctx context.Context, op *operator.Operator, force bool) error {
 				return op.RequestRelease(ctx, rel.Version, force)
 			}}, nil
@@ -265,11 +281,25 @@ func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource,
 		fmt.Fprintf(log, "release image %s: %s, cached in %s\n", image, e.Digest, e.Dir)
 	}
 	return &applySource{
-		// No release store: the releases are read by image only.
-		releases: &operator.DirStore{}, puller: p, what: image,
+		releases: &operator.DirStore{Root: o.payloads}, puller: p, what: image,
 		request: func(ctx context.Context, op *operator.Operator, force bool) error {
 			return op.RequestImage(ctx, image, force)
 		}}, nil
+}
+
+// applyReleases is the release apply was given, and the --payloads store
+// for the others the operator reads: the cluster's current one.
+type applyReleases struct {
+	operator.LoadedRelease
+	store *operator.DirStore
+}
+
+// Load implements operator.ReleaseSource.
+func (s applyReleases) Load(version string, opts payload.LoadOptions) (*payload.Release, error) {
+	if version == s.Release.Version {
+		return s.Release, nil
+	}
+	return s.store.Load(version, opts)
 }
 
 // applyExit maps an outcome to the documented exit codes; what names the
@@ -280,8 +310,11 @@ func applyExit(out *operator.Outcome, what string) error {
 	switch {
 	case out.Refused != nil:
 		hint := ""
-		if out.Upgradeable.Reason == operator.ReasonDeletionInProgress {
+		switch {
+		case out.Upgradeable.Reason == operator.ReasonDeletionInProgress:
 			hint = "\n(apply the release the cluster runs again to carry its pending deletes forward)"
+		case errors.Is(out.Refused, operator.ErrCurrentReleaseUnreadable):
+			hint = "\n(give apply the release store that holds it with --payloads, or a --release-cache that can read its image)"
 		}
 		return withExitCode(exitRefused, fmt.Errorf("update to %s refused, nothing of it was applied: %w%s", target, out.Refused, hint))
 	case out.VerifyErr != nil && out.Applied != out.Target, errors.As(out.RetrieveErr, &unverified):

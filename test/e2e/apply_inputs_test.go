@@ -1,7 +1,15 @@
 package e2e
 
 import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // inputsPayload is a release whose manifests the profile and exclude
@@ -51,5 +59,59 @@ func TestApplyHonoursTheProfileAndExcludedManifests(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An update that puts an object the cluster runs behind a disabled
+// capability must keep managing it: apply enables the capability when it
+// can read the current release, as start does, and refuses the update
+// when it cannot.
+func TestApplyEnablesImplicitCapabilitiesOrRefusesTheUpdate(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	store := writeStore(t, map[string]map[string]string{
+		"1.0.0": {"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.0")},
+		"1.0.1": {"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.1", buildCapability)},
+	})
+	// An apply makes the ClusterVersion CRD; the cluster is then installed
+	// afresh with no capability enabled.
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", filepath.Join(store, "1.0.0")); code != 0 {
+		t.Fatalf("apply exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	resetClusterVersion(t)
+	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv := &configv1.ClusterVersion{ObjectMeta: metav1.ObjectMeta{Name: "version"},
+		Spec: configv1.ClusterVersionSpec{ClusterID: "00000000-0000-4000-8000-000000000034", Capabilities: noCapabilitiesBut()}}
+	if _, err := cc.ConfigV1().ClusterVersions().Create(context.Background(), cv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", filepath.Join(store, "1.0.0")); code != 0 || !strings.Contains(stdout, "(install)") {
+		t.Fatalf("install: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+
+	t.Log("without the release store, the current release cannot be read: the update is refused")
+	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", filepath.Join(store, "1.0.1"))
+	if code != 3 || !strings.Contains(stderr, "the current release cannot be read") || !strings.Contains(stderr, "--payloads") {
+		t.Fatalf("update without the current release: exit %d (want 3, saying why):\n%s\n%s", code, stdout, stderr)
+	}
+	if data, _ := configMapData(t, c, ns, "moved"); data != "1.0.0" {
+		t.Errorf("moved holds %q after a refused update, want 1.0.0's", data)
+	}
+
+	t.Log("with it, Build is enabled implicitly and moved stays managed")
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", filepath.Join(store, "1.0.1"), "--payloads", store); code != 0 || !strings.Contains(stdout, "(update)") {
+		t.Fatalf("update with the release store: exit %d:\n%s\n%s", code, stdout, stderr)
+	}
+	if data, _ := configMapData(t, c, ns, "moved"); data != "1.0.1" {
+		t.Errorf("moved holds %q, want 1.0.1's manifest applied", data)
+	}
+	got, err := cc.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got.Status.Capabilities.EnabledCapabilities, "Build") {
+		t.Errorf("enabled capabilities %v lack Build", got.Status.Capabilities.EnabledCapabilities)
 	}
 }
