@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
 )
 
 // inputsPayload is a release whose manifests the profile and exclude
@@ -62,19 +65,14 @@ func TestApplyHonoursTheProfileAndExcludedManifests(t *testing.T) {
 	}
 }
 
-// An update that puts an object the cluster runs behind a disabled
-// capability must keep managing it: apply enables the capability when it
-// can read the current release, as start does, and refuses the update
-// when it cannot.
-func TestApplyEnablesImplicitCapabilitiesOrRefusesTheUpdate(t *testing.T) {
-	bin, c, ns := newCLITest(t)
-	store := writeStore(t, map[string]map[string]string{
-		"1.0.0": {"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.0")},
-		"1.0.1": {"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.1", buildCapability)},
-	})
+// installWithoutCapabilities installs release (a directory or an image) by
+// apply on a cluster whose spec.capabilities enables none; extra are more
+// apply flags.
+func installWithoutCapabilities(t *testing.T, bin, release string, extra ...string) configclient.Interface {
+	t.Helper()
 	// An apply makes the ClusterVersion CRD; the cluster is then installed
-	// afresh with no capability enabled.
-	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", filepath.Join(store, "1.0.0")); code != 0 {
+	// afresh.
+	if code, stdout, stderr := runCLI(t, bin, append([]string{"apply", "--payload", release}, extra...)...); code != 0 {
 		t.Fatalf("apply exit %d:\n%s\n%s", code, stdout, stderr)
 	}
 	resetClusterVersion(t)
@@ -87,9 +85,35 @@ func TestApplyEnablesImplicitCapabilitiesOrRefusesTheUpdate(t *testing.T) {
 	if _, err := cc.ConfigV1().ClusterVersions().Create(context.Background(), cv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", filepath.Join(store, "1.0.0")); code != 0 || !strings.Contains(stdout, "(install)") {
+	if code, stdout, stderr := runCLI(t, bin, append([]string{"apply", "--payload", release}, extra...)...); code != 0 || !strings.Contains(stdout, "(install)") {
 		t.Fatalf("install: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
+	return cc
+}
+
+// requireBuildEnabled fails unless the ClusterVersion enables Build.
+func requireBuildEnabled(t *testing.T, cc configclient.Interface) {
+	t.Helper()
+	got, err := cc.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(got.Status.Capabilities.EnabledCapabilities, "Build") {
+		t.Errorf("enabled capabilities %v lack Build", got.Status.Capabilities.EnabledCapabilities)
+	}
+}
+
+// An update that puts an object the cluster runs behind a disabled
+// capability must keep managing it: apply enables the capability when it
+// can read the current release, as start does, and refuses the update
+// when it cannot.
+func TestApplyEnablesImplicitCapabilitiesOrRefusesTheUpdate(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	store := writeStore(t, map[string]map[string]string{
+		"1.0.0": {"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.0")},
+		"1.0.1": {"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.1", buildCapability)},
+	})
+	cc := installWithoutCapabilities(t, bin, filepath.Join(store, "1.0.0"))
 
 	t.Log("without the release store, the current release cannot be read: the update is refused")
 	code, stdout, stderr := runCLI(t, bin, "apply", "--payload", filepath.Join(store, "1.0.1"))
@@ -107,11 +131,29 @@ func TestApplyEnablesImplicitCapabilitiesOrRefusesTheUpdate(t *testing.T) {
 	if data, _ := configMapData(t, c, ns, "moved"); data != "1.0.1" {
 		t.Errorf("moved holds %q, want 1.0.1's manifest applied", data)
 	}
-	got, err := cc.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
+	requireBuildEnabled(t, cc)
+}
+
+// A cluster installed from a release image: a directory update reads the
+// current release from that image through the release cache.
+func TestApplyReadsTheCurrentReleaseFromItsImage(t *testing.T) {
+	bin, c, ns := newCLITest(t)
+	reg := releaseimagetest.NewRegistry(t)
+	cache := t.TempDir()
+	current := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.0")})
+	target := writePayload(t, "1.0.1", map[string]string{"0000_50_demo_00_moved.yaml": configMap(ns, "moved", "1.0.1", buildCapability)})
+	// release pack talks to no cluster, so it runs without runCLI's kubeconfig.
+	out, err := exec.Command(bin, "release", "pack", current, "--to", reg.Host+"/e2e/release:1.0.0").Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("release pack: %v", err)
 	}
-	if !slices.Contains(got.Status.Capabilities.EnabledCapabilities, "Build") {
-		t.Errorf("enabled capabilities %v lack Build", got.Status.Capabilities.EnabledCapabilities)
+	cc := installWithoutCapabilities(t, bin, strings.TrimSpace(string(out)), "--release-cache", cache)
+
+	if code, stdout, stderr := runCLI(t, bin, "apply", "--payload", target, "--release-cache", cache); code != 0 || !strings.Contains(stdout, "(update)") {
+		t.Fatalf("update from the image-installed release: exit %d:\n%s\n%s", code, stdout, stderr)
 	}
+	if data, _ := configMapData(t, c, ns, "moved"); data != "1.0.1" {
+		t.Errorf("moved holds %q, want 1.0.1's manifest applied", data)
+	}
+	requireBuildEnabled(t, cc)
 }
