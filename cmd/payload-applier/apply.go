@@ -26,6 +26,7 @@ import (
 type applyOptions struct {
 	cluster     clusterFlags
 	payloadDir  string
+	payloads    string
 	force       bool
 	strictOrder bool
 	timeout     time.Duration
@@ -38,10 +39,14 @@ type applyOptions struct {
 	leaseWait   time.Duration
 	ignoreLease bool
 	registry    registryFlags
+	inclusion   inclusionFlags
+	// load are the inclusion filters, read from inclusion by run.
+	load *payload.LoadOptions
 }
 
-func newApplyCommand() *cobra.Command {
-	o := &applyOptions{}
+func newApplyCommand() *cobra.Command { return (&applyOptions{}).command() }
+
+func (o *applyOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "apply --payload DIR|IMAGE",
 		Short: "Apply one release payload once, through the operator's engine, then exit",
@@ -56,6 +61,16 @@ still in progress are listed. The update graph (spec.upstream, or
 --update-graph) is read as 'start' reads it: a deprecated release is neither
 installed nor updated to unless --force is given. Apply waits for the graph
 up to --update-graph-timeout, then goes on without it.
+
+Manifests are included as 'start' includes them: for --profile (default
+$CLUSTER_PROFILE), without those --exclude-manifests (default
+$EXCLUDE_MANIFESTS) excludes, and for the feature set and gates of the
+cluster's FeatureGate "cluster". An update that puts an object the cluster
+runs behind a disabled capability enables that capability, as 'start'
+does; apply reads the cluster's current release for it from its image,
+through --release-cache, or from the release store --payloads. When it
+cannot read it, apply refuses the update (exit 3) rather than stop
+managing those objects.
 
 Apply holds the operator's leader-election Lease while it runs, so that a
 running 'payload-applier start' waits; when another instance holds it,
@@ -77,8 +92,8 @@ directory is not verified either.
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, a delete the safety gate refused, or a delete ledger that cannot
 be read (applies still run; no delete does); 2 invalid input or payload, or
-a release image that cannot be retrieved; 3 refused by a precondition or by
-the verification of a release image.
+a release image that cannot be retrieved; 3 refused by a precondition, by
+the verification of a release image, or for want of the current release.
 
 ` + sourceRule + ` Nothing of a release is applied unless all of it is
 pulled, extracted, loaded and, for an update, verified or forced; when it is
@@ -88,6 +103,7 @@ refused, the release the cluster runs is reconciled instead.`,
 	}
 	o.cluster.add(cmd)
 	cmd.Flags().StringVar(&o.payloadDir, "payload", "", "release payload directory or release image (required)")
+	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store, as for 'start': a directory with one payload directory per version, where the cluster's current release is read from when it was not installed from an image")
 	o.registry.addPull(cmd)
 	cmd.Flags().BoolVar(&o.force, "force", false, "apply even when preconditions or a release image's verification fail; the failures are recorded as accepted risks")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long; 0 means no limit")
@@ -100,6 +116,7 @@ refused, the release the cluster runs is reconciled instead.`,
 	cmd.Flags().BoolVar(&o.ignoreLease, "ignore-lease", false, "apply without the operator's Lease, beside a running operator (the ledger merges both writers' records)")
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", apply.DefaultStuckAfter, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", apply.DefaultStuckAfter, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
+	o.inclusion.add(cmd)
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -120,6 +137,10 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
+	var err error
+	if o.load, err = o.inclusion.loadOptions(cmd.Context()); err != nil {
+		return withExitCode(exitUsage, err)
+	}
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if o.timeout > 0 {
@@ -135,18 +156,7 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
-	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:        src.releases,
-		Puller:          src.puller,
-		ReleasePlatform: o.registry.platform,
-		Namespace:       o.cluster.namespace,
-		Sync:            apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
-		UpdateGraph:     graphSource(o.updateGraph),
-		// One sync: it reads the graph itself, waiting at most this long.
-		UpdateGraphTimeout: o.graphWait,
-
-		OperandCleanupStallAfter: o.stallAfter,
-	})
+	op, err := operator.NewForConfig(cfg, o.operatorConfig(src))
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
@@ -199,6 +209,26 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	return applyExit(out, src.what)
 }
 
+// operatorConfig is the operator apply runs one sync of.
+func (o *applyOptions) operatorConfig(src *applySource) operator.Config {
+	return operator.Config{
+		Releases:        src.releases,
+		Puller:          src.puller,
+		ReleasePlatform: o.registry.platform,
+		Namespace:       o.cluster.namespace,
+		LoadOptions:     o.load,
+		// Rather than stop managing what an update moves behind a
+		// capability, as the CVO would when it cannot tell.
+		RequireCurrentRelease: true,
+		Sync:                  apply.SyncOptions{Parallelism: o.parallelism, StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
+		UpdateGraph:           graphSource(o.updateGraph),
+		// One sync: it reads the graph itself, waiting at most this long.
+		UpdateGraphTimeout: o.graphWait,
+
+		OperandCleanupStallAfter: o.stallAfter,
+	}
+}
+
 // applySource is what apply asks the operator for: a directory's release,
 // loaded by the CLI, or a release image by digest, which the operator
 // retrieves and verifies itself, as it does for 'start'.
@@ -222,11 +252,15 @@ func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource,
 		if err := checkDir(arg.dir); err != nil {
 			return nil, err
 		}
-		rel, err := payload.Load(arg.dir, payload.DefaultLoadOptions())
+		rel, err := payload.Load(arg.dir, *o.load)
 		if err != nil {
 			return nil, err
 		}
-		return &applySource{releases: operator.LoadedRelease{Release: rel}, what: rel.Version,
+		// The puller reads a current release installed from an image; a
+		// directory applies without one when there is no release cache.
+		p, _ := o.registry.puller()
+		return &applySource{releases: applyReleases{LoadedRelease: operator.LoadedRelease{Release: rel}, store: &operator.DirStore{Root: o.payloads}},
+			puller: p, what: rel.Version,
 			request: func(ctx context.Context, op *operator.Operator, force bool) error {
 				return op.RequestRelease(ctx, rel.Version, force)
 			}}, nil
@@ -247,11 +281,25 @@ func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource,
 		fmt.Fprintf(log, "release image %s: %s, cached in %s\n", image, e.Digest, e.Dir)
 	}
 	return &applySource{
-		// No release store: the releases are read by image only.
-		releases: &operator.DirStore{}, puller: p, what: image,
+		releases: &operator.DirStore{Root: o.payloads}, puller: p, what: image,
 		request: func(ctx context.Context, op *operator.Operator, force bool) error {
 			return op.RequestImage(ctx, image, force)
 		}}, nil
+}
+
+// applyReleases is the release apply was given, and the --payloads store
+// for the others the operator reads: the cluster's current one.
+type applyReleases struct {
+	operator.LoadedRelease
+	store *operator.DirStore
+}
+
+// Load implements operator.ReleaseSource.
+func (s applyReleases) Load(version string, opts payload.LoadOptions) (*payload.Release, error) {
+	if version == s.Release.Version {
+		return s.Release, nil
+	}
+	return s.store.Load(version, opts)
 }
 
 // applyExit maps an outcome to the documented exit codes; what names the
@@ -262,8 +310,11 @@ func applyExit(out *operator.Outcome, what string) error {
 	switch {
 	case out.Refused != nil:
 		hint := ""
-		if out.Upgradeable.Reason == operator.ReasonDeletionInProgress {
+		switch {
+		case out.Upgradeable.Reason == operator.ReasonDeletionInProgress:
 			hint = "\n(apply the release the cluster runs again to carry its pending deletes forward)"
+		case errors.Is(out.Refused, operator.ErrCurrentReleaseUnreadable):
+			hint = "\n(give apply the release store that holds it with --payloads, or a --release-cache that can read its image)"
 		}
 		return withExitCode(exitRefused, fmt.Errorf("update to %s refused, nothing of it was applied: %w%s", target, out.Refused, hint))
 	case out.VerifyErr != nil && out.Applied != out.Target, errors.As(out.RetrieveErr, &unverified):

@@ -14,9 +14,11 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// inclusionFlags are start's inclusion inputs that the CVO takes from its
-// environment: CLUSTER_PROFILE and EXCLUDE_MANIFESTS give the defaults, a
-// flag given on the command line wins.
+// inclusionFlags are the inclusion inputs that the CVO takes from its
+// environment, shared by apply, start and plan so that the three include
+// the same manifests: CLUSTER_PROFILE and EXCLUDE_MANIFESTS give the
+// defaults, a flag given on the command line wins. The feature set and
+// gates come from the cluster's FeatureGate on top of these.
 type inclusionFlags struct {
 	profile, exclude string
 }
@@ -28,8 +30,9 @@ func (f *inclusionFlags) add(cmd *cobra.Command) {
 		"leave out manifests annotated exclude.release.openshift.io/<this>: \"true\" (default $EXCLUDE_MANIFESTS)")
 }
 
-// loadOptions are the operator's base filters; the FeatureGate's feature
-// set and gates are read from the cluster on top of them.
+// loadOptions are the base filters of every command; the operator and a
+// live plan add the FeatureGate's feature set and gates, and the
+// ClusterVersion's capabilities and overrides.
 func (f *inclusionFlags) loadOptions(ctx context.Context) (*payload.LoadOptions, error) {
 	if !slices.Contains(payload.KnownProfiles, f.profile) {
 		return nil, fmt.Errorf("unknown --profile (or CLUSTER_PROFILE) %q; known profiles are %s", f.profile, strings.Join(payload.KnownProfiles, ", "))

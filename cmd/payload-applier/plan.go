@@ -30,8 +30,9 @@ import (
 type planOptions struct {
 	payloadDir, kubeconfig, namespace string
 	registry                          registryFlags
-	mode, output, profile             string
+	mode, output                      string
 	strictOrder                       bool
+	inclusion                         inclusionFlags
 	// load are the filters the payload was loaded with.
 	load payload.LoadOptions
 	caps capabilityFlags
@@ -40,9 +41,10 @@ type planOptions struct {
 const planLong = `Plan shows what applying a release payload would do, and in which order,
 without doing it.
 
-The payload is loaded, filtered for --profile and validated as 'apply' does;
-an invalid payload exits 2 naming each problem's file and line. --payload
-is a directory or a release image:
+The payload is loaded, filtered for --profile (default $CLUSTER_PROFILE)
+without those --exclude-manifests (default $EXCLUDE_MANIFESTS) excludes,
+and validated as 'apply' and 'start' do; an invalid payload exits 2 naming
+each problem's file and line. --payload is a directory or a release image:
 
 ` + sourceRule + `
 
@@ -147,10 +149,11 @@ const planExample = `  payload-applier plan --payload release/
   payload-applier plan --payload release/ --mode install --baseline-capability-set None --capability Console
   payload-applier plan --payload release/ --kubeconfig ~/.kube/config --output json`
 
-func newPlanCommand() *cobra.Command {
-	o := &planOptions{}
+func newPlanCommand() *cobra.Command { return (&planOptions{}).command() }
+
+func (o *planOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:     "plan --payload DIR|IMAGE [--kubeconfig F] [--mode install|update|reconcile] [--output text|json|dot] [--profile P] [--baseline-capability-set S] [--capability C]...",
+		Use:     "plan --payload DIR|IMAGE [--kubeconfig F] [--mode install|update|reconcile] [--output text|json|dot] [--profile P] [--exclude-manifests X] [--baseline-capability-set S] [--capability C]...",
 		Short:   "Show what applying a payload would do, in order, without changing anything",
 		Long:    planLong,
 		Example: planExample,
@@ -164,7 +167,7 @@ func newPlanCommand() *cobra.Command {
 	flags.StringVar(&o.mode, "mode", string(graph.ModeUpdate), "pass to plan: install, update or reconcile")
 	flags.StringVarP(&o.output, "output", "o", "text", "output format: text, json or dot (Graphviz)")
 	addStrictOrder(cmd, &o.strictOrder)
-	flags.StringVar(&o.profile, "profile", payload.DefaultClusterProfile, "cluster profile to filter for: "+strings.Join(payload.KnownProfiles, ", "))
+	o.inclusion.add(cmd)
 	o.registry.addPull(cmd)
 	o.caps.add(cmd)
 	_ = cmd.MarkFlagRequired("payload")
@@ -175,13 +178,16 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	if err := o.validate(); err != nil {
 		return err
 	}
-	loadOpts := payload.ProfileLoadOptions(o.profile)
-	o.load = loadOpts
+	loadOpts, err := o.inclusion.loadOptions(cmd.Context())
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	o.load = *loadOpts
 	dir, image, err := o.registry.payloadSource(cmd.Context(), cmd.ErrOrStderr(), o.payloadDir)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
 	}
-	rel, err := payload.Load(dir, loadOpts)
+	rel, err := payload.Load(dir, o.load)
 	if err != nil {
 		return withExitCode(exitUsage, fmt.Errorf("cannot plan payload %s:\n%w", o.payloadDir, err))
 	}
@@ -232,9 +238,6 @@ func (o *planOptions) validate() error {
 	}
 	if !slices.Contains([]graph.Mode{graph.ModeInstall, graph.ModeUpdate, graph.ModeReconcile}, graph.Mode(o.mode)) {
 		return withExitCode(exitUsage, fmt.Errorf("--mode must be install, update or reconcile, not %q", o.mode))
-	}
-	if !slices.Contains(payload.KnownProfiles, o.profile) {
-		return withExitCode(exitUsage, fmt.Errorf("unknown --profile %q; known profiles are %s", o.profile, strings.Join(payload.KnownProfiles, ", ")))
 	}
 	return o.caps.validate()
 }

@@ -46,8 +46,9 @@ type startOptions struct {
 	prometheus  prometheusFlags
 }
 
-func newStartCommand() *cobra.Command {
-	o := &startOptions{}
+func newStartCommand() *cobra.Command { return (&startOptions{}).command() }
+
+func (o *startOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "start [--payloads DIR]",
 		Short: "Run as the cluster-version operator",

@@ -2,6 +2,9 @@ package operator
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -16,6 +19,9 @@ import (
 const (
 	ConditionImplicitlyEnabledCapabilities configv1.ClusterStatusConditionType = "ImplicitlyEnabledCapabilities"
 	ReasonCapabilitiesImplicitlyEnabled                                        = "CapabilitiesImplicitlyEnabled"
+	// ReasonCurrentReleaseUnreadable refuses an update, with
+	// Config.RequireCurrentRelease, whose current release cannot be read.
+	ReasonCurrentReleaseUnreadable = "CurrentReleaseUnreadable"
 )
 
 // Capabilities resolves cv's capabilities as the CVO does: its spec on top
@@ -56,28 +62,42 @@ func implicitlyEnabledCondition(implicit []configv1.ClusterVersionCapability) co
 		Reason: ReasonCapabilitiesImplicitlyEnabled, Message: "The following capabilities could not be disabled: " + strings.Join(names, ", ")}
 }
 
+// ErrCurrentReleaseUnreadable is why, with Config.RequireCurrentRelease, an
+// update is refused.
+var ErrCurrentReleaseUnreadable = errors.New("the current release cannot be read to find the capabilities the update must keep enabled")
+
+// dropsForCapabilities reports whether rel leaves out a manifest for its
+// capabilities: only then can an update enable one implicitly.
+func dropsForCapabilities(rel *payload.Release) bool {
+	return slices.ContainsFunc(rel.Skipped, func(s payload.Skipped) bool { return s.Filter == payload.FilterCapability })
+}
+
 // enableImplicitCapabilities runs when an update to target is accepted,
 // before status.desired moves on: each capability that target puts in
 // front of an object the current release manages is enabled, and target
 // is filtered again with them. As in the CVO, an install (no current
 // release) enables none; so does a current release that cannot be read
-// now, which is logged.
-func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.ClusterVersion, target *payload.Release, now metav1.Time) *payload.Release {
+// now, which is logged, unless Config.RequireCurrentRelease makes it an
+// error: the update would stop managing what it moves behind a capability.
+func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.ClusterVersion, target *payload.Release, now metav1.Time) (*payload.Release, error) {
 	if cv.Status.Desired.Version == "" {
-		return target
+		return target, nil
 	}
 	current, err := o.currentRelease(ctx, cv)
 	if err != nil {
+		if o.cfg.RequireCurrentRelease && dropsForCapabilities(target) {
+			return nil, fmt.Errorf("%w (%s): %w", ErrCurrentReleaseUnreadable, cv.Status.Desired.Version, err)
+		}
 		klog.FromContext(ctx).Error(err, "Cannot read the current release to find capabilities the update must keep enabled", "current", cv.Status.Desired.Version)
-		return target
+		return target, nil
 	}
 	implicit := payload.ImplicitCapabilities(current, target, o.loadOptionsFor(cv, target.Version))
 	if len(implicit) == 0 {
-		return target
+		return target, nil
 	}
 	klog.FromContext(ctx).Info("Enabling capabilities implicitly: the update moves objects the cluster runs behind them",
 		"capabilities", implicit, "target", target.Version)
 	cv.Status.Capabilities.EnabledCapabilities = append(cv.Status.Capabilities.EnabledCapabilities, implicit...)
 	o.setCapabilities(ctx, cv, now)
-	return target.Filter(o.loadOptionsFor(cv, target.Version))
+	return target.Filter(o.loadOptionsFor(cv, target.Version)), nil
 }

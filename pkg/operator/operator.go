@@ -76,6 +76,11 @@ type Config struct {
 	// capabilities and overrides are added on top. Default
 	// payload.DefaultLoadOptions().
 	LoadOptions *payload.LoadOptions
+	// RequireCurrentRelease refuses an update whose current release
+	// cannot be read, rather than skipping, as the CVO does, the
+	// capabilities it would enable implicitly: apply, which may lack the
+	// cluster's releases, sets it.
+	RequireCurrentRelease bool
 	// FeatureGateName is the FeatureGate read for the feature set and
 	// enabled gates. Default "cluster".
 	FeatureGateName string

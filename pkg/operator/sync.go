@@ -263,7 +263,13 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 			"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, verdict.Summary), now)
 		return nil
 	}
-	rel = o.enableImplicitCapabilities(ctx, cv, rel, now)
+	rel, err := o.enableImplicitCapabilities(ctx, cv, rel, now)
+	if err != nil {
+		out.Refused = err
+		o.rejectTarget(cv, ReasonCurrentReleaseUnreadable, fmt.Sprintf("Update to payload loaded version=%q refused: %v", out.Target, err),
+			"UpdateRefused", fmt.Sprintf("Update to %s refused: %v", out.Target, err), now)
+		return nil
+	}
 	if t.risk != "" {
 		out.AcceptedRisks = t.risk
 		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, ReasonImageVerificationFailed, t.risk)
