@@ -235,7 +235,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		tooLarge.Length = resp.ContentLength
 		return nil, tooLarge
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.maxBody, tooLarge: tooLarge}
+	resp.Body = CapBody(resp.Body, t.maxBody, tooLarge)
 	return resp, nil
 }
 
@@ -294,8 +294,14 @@ func closeBody(req *http.Request) {
 	}
 }
 
-// cappedBody fails a read past its limit rather than truncating the
-// answer, so that the error says why.
+// CapBody passes on up to max bytes of body and fails a read past them
+// with tooLarge, rather than truncating the answer, so that the error
+// says why. It is the body cap of Policy.MaxBody, for callers that cap
+// some answers more tightly.
+func CapBody(body io.ReadCloser, max int64, tooLarge error) io.ReadCloser {
+	return &cappedBody{ReadCloser: body, left: max, tooLarge: tooLarge}
+}
+
 type cappedBody struct {
 	io.ReadCloser
 	left     int64

@@ -1,10 +1,11 @@
 package releaseimage
 
 import (
-	"io"
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/payload-applier/payload-applier/pkg/egress"
 )
 
 // manifestLimit caps every manifest response at max bytes: the library
@@ -24,7 +25,7 @@ func (m manifestLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body.Close()
 		return nil, m.tooLarge()
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: m.max, tooLarge: m.tooLarge}
+	resp.Body = egress.CapBody(resp.Body, m.max, m.tooLarge())
 	return resp, nil
 }
 
@@ -36,23 +37,4 @@ func (m manifestLimit) tooLarge() error {
 // a repository may itself have a "manifests" component.
 func isManifestPath(p string) bool {
 	return strings.HasPrefix(p, "/v2/") && path.Base(path.Dir(p)) == "manifests"
-}
-
-// cappedBody fails a read that goes past left bytes.
-type cappedBody struct {
-	io.ReadCloser
-	left     int64
-	tooLarge func() error
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.ReadCloser.Read(p)
-	b.left -= int64(n)
-	if b.left < 0 {
-		return n, b.tooLarge()
-	}
-	return n, err
 }
