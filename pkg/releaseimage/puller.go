@@ -288,11 +288,9 @@ func (p *Puller) Fetch(ctx context.Context, ref Ref, opts FetchOptions) (*Extrac
 	}
 	digest := ref.Digest()
 	if digest == "" {
-		desc, err := remote.Head(nref, p.conn.options(ctx, platform)...)
-		if err != nil {
-			return nil, fetchError(ref.String(), err)
+		if digest, err = p.head(ctx, ref, nref, platform); err != nil {
+			return nil, err
 		}
-		digest = desc.Digest.String()
 	}
 	hash, err := v1.NewHash(digest)
 	if err != nil {
@@ -331,6 +329,16 @@ func parsePlatform(s string) (v1.Platform, error) {
 	return *pl, nil
 }
 
+// head resolves ref, a tag, to the digest the registry names for it: one
+// HEAD, reading nothing of the image.
+func (p *Puller) head(ctx context.Context, ref Ref, nref name.Reference, platform v1.Platform) (string, error) {
+	desc, err := remote.Head(nref, p.conn.options(ctx, platform)...)
+	if err != nil {
+		return "", fetchError(ref.String(), err)
+	}
+	return desc.Digest.String(), nil
+}
+
 // fetchError is a refusal when a limit or the content refused the image,
 // and the registry's failure otherwise.
 func fetchError(asked string, err error) error {
@@ -345,7 +353,6 @@ func fetchError(asked string, err error) error {
 // directory, which is renamed into place only once whole.
 func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platform v1.Platform) (*Extracted, error) {
 	retrieveErr := func(err error) error { return fetchError(asked, err) }
-	refused := func(err error) error { return fmt.Errorf("release image %s refused: %w", asked, err) }
 	opts := p.conn.options(ctx, platform)
 	desc, err := remote.Get(ref, opts...)
 	if err != nil {
@@ -369,7 +376,7 @@ func (p *Puller) pull(ctx context.Context, asked string, ref name.Digest, platfo
 		return nil, retrieveErr(err)
 	}
 	if err := p.checkSizes(manifest); err != nil {
-		return nil, refused(err)
+		return nil, retrieveErr(err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {

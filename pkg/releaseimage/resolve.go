@@ -3,8 +3,6 @@ package releaseimage
 import (
 	"context"
 	"errors"
-
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 )
 
 // Resolve returns ref by digest: a tag is resolved with one HEAD, a
@@ -27,9 +25,9 @@ func (p *Puller) Resolve(ctx context.Context, ref Ref) (Ref, error) {
 	if err != nil {
 		return Ref{}, err
 	}
-	desc, err := remote.Head(nref, p.conn.options(ctx, platform)...)
+	digest, err := p.head(ctx, ref, nref, platform)
 	if err != nil {
-		return Ref{}, &RetrieveError{Ref: ref.String(), Err: err}
+		return Ref{}, err
 	}
-	return ref.WithDigest(desc.Digest.String())
+	return ref.WithDigest(digest)
 }
