@@ -97,7 +97,7 @@ type graphView struct {
 // availableUpdates as they were for the same query and deprecations as
 // last known; the condition says how old they are.
 // A sync reads the graph inline (not started) at most once: again, with
-// inline unset, it only asks.
+// inline unset, it only asks, and the view it returns judges nothing.
 func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time, inline bool) graphView {
 	status := &cv.Status
 	query := queryFor(o.cfg.UpdateGraph, cv, target)
@@ -165,7 +165,9 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		status.Conditions = setCondition(status.Conditions, retrieved, now)
 	}
 	var view graphView
-	if channel != "" && good.key != query.key() && good.scope == query.scope() && good.graph != nil {
+	// Only the inline call's view judges a target; the pending risks are
+	// not evaluated for the call that only asks.
+	if inline && channel != "" && good.key != query.key() && good.scope == query.scope() && good.graph != nil {
 		view.pending = o.pendingConditional(ctx, cv, good.graph.InChannel(channel), version, now)
 	}
 
