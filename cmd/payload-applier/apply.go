@@ -17,6 +17,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
@@ -311,7 +312,7 @@ func applyExit(out *operator.Outcome, what string) error {
 	case out.Refused != nil:
 		hint := ""
 		switch {
-		case out.Upgradeable.Reason == operator.ReasonDeletionInProgress:
+		case out.Upgradeable.Reason == clusterversion.ReasonDeletionInProgress:
 			hint = "\n(apply the release the cluster runs again to carry its pending deletes forward)"
 		case errors.Is(out.Refused, operator.ErrCurrentReleaseUnreadable):
 			hint = "\n(give apply the release store that holds it with --payloads, or a --release-cache that can read its image)"

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
-	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -121,7 +121,7 @@ func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.
 		where = f.source() + " in place of the ClusterVersion's spec, and its status"
 	}
 	// An unknown name is left out, as the operator leaves it out.
-	caps, _ := operator.Capabilities(cv)
+	caps, _ := clusterversion.Capabilities(cv)
 	narrowed := rel.WithCapabilities(caps.Status())
 	current := cv.Status.Desired.Version
 	switch {
@@ -184,7 +184,7 @@ func boundedList(items []string, n int) string {
 // statusCapabilities is the enabled capabilities the spec of cv does not
 // ask for, as `status` shows them.
 func statusCapabilities(cv *configv1.ClusterVersion) []string {
-	caps, _ := operator.Capabilities(cv)
+	caps, _ := clusterversion.Capabilities(cv)
 	return capNames(caps.Implicit)
 }
 

@@ -50,7 +50,7 @@ func TestPlanJudgesAConditionalUpdateAsTheOperator(t *testing.T) {
 			History: []configv1.UpdateHistory{{State: configv1.CompletedUpdate, Version: "1.0.0"}}},
 	}
 	c := newJudgeCluster(t, cv)
-	v, acceptance, err := judgeUpdate(context.Background(), c.config, c.engine, &payload.Release{Version: "1.1.0"}, graph.ModeUpdate)
+	v, _, acceptance, err := judgeUpdate(context.Background(), c.kube, c.config, c.engine, &payload.Release{Version: "1.1.0"}, graph.ModeUpdate)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestPlanJudgesCRDRemovalsLive(t *testing.T) {
 				versions += "  - {name: v1alpha1, served: false, storage: false, deprecated: true}\n"
 			}
 			rel := &payload.Release{Version: tc.target, Manifests: []*payload.Manifest{widgetsCRD(t, versions)}}
-			_, acceptance, err := judgeUpdate(context.Background(), c.config, c.engine, rel, graph.ModeUpdate)
+			_, _, acceptance, err := judgeUpdate(context.Background(), c.kube, c.config, c.engine, rel, graph.ModeUpdate)
 			if err != nil {
 				t.Fatal(err)
 			}

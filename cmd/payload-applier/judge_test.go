@@ -26,6 +26,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -45,6 +46,7 @@ func (staticMapper) Reset() {}
 // ClusterVersion, ClusterOperators, and a CRD widgets.example.com (v1, no
 // schema) holding three Widgets, none with a spec.
 type judgeCluster struct {
+	kube    *kubefake.Clientset
 	config  *configfake.Clientset
 	dynamic *dynamicfake.FakeDynamicClient
 	engine  *apply.Engine
@@ -74,7 +76,7 @@ func newJudgeCluster(t *testing.T, objs ...runtime.Object) *judgeCluster {
 		w.SetName(name)
 		dynObjs = append(dynObjs, w)
 	}
-	c := &judgeCluster{config: configfake.NewSimpleClientset(objs...)}
+	c := &judgeCluster{kube: kubefake.NewClientset(), config: configfake.NewSimpleClientset(objs...)}
 	c.dynamic = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		crdsGVR: "CustomResourceDefinitionList", widgetsGVR: "WidgetList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 	}, dynObjs...)
@@ -163,7 +165,7 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 		Conditions: []configv1.ClusterOperatorStatusCondition{{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionFalse, Reason: "Reboot", Message: "pending"}}}}
 	// What the operator computes from notUpgradeable, as its last pass wrote it.
 	upgradeableFalse := configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionFalse,
-		Reason: operator.ReasonOperatorsNotUpgrade, Message: "Cluster operators are not upgradeable: network (Reboot: pending)"}
+		Reason: clusterversion.ReasonOperatorsNotUpgrade, Message: "Cluster operators are not upgradeable: network (Reboot: pending)"}
 
 	tests := map[string]struct {
 		target    string
@@ -173,59 +175,59 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 		history   []configv1.UpdateHistory
 		operators []runtime.Object
 		// want is the verdict; message, when set, what its message holds.
-		want    operator.Verdict
+		want    clusterversion.Verdict
 		message string
 		plan    string
 	}{
 		"accepted": {
 			target: "1.0.1", desired: "1.0.0", history: completed,
-			want: operator.Verdict{Checked: true, Current: "1.0.0", Forceable: true},
+			want: clusterversion.Verdict{Checked: true, Current: "1.0.0", Forceable: true},
 			plan: "an update from 1.0.0 to 1.0.1 would be accepted",
 		},
 		"a minor refused while Upgradeable=False": {
 			target: "1.1.0", desired: "1.0.0", history: completed, operators: []runtime.Object{&notUpgradeable},
-			want:    operator.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
+			want:    clusterversion.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
 			message: "network (Reboot: pending)",
 			plan:    "an update from 1.0.0 to 1.1.0 would be refused (force would accept it): ",
 		},
 		"forced": {
 			target: "1.1.0", force: true, desired: "1.0.0", history: completed, operators: []runtime.Object{&notUpgradeable},
-			want:    operator.Verdict{Checked: true, Current: "1.0.0", Force: true, Forceable: true},
+			want:    clusterversion.Verdict{Checked: true, Current: "1.0.0", Force: true, Forceable: true},
 			message: "Forced through blocking failures: ",
 			plan:    "an update from 1.0.0 to 1.1.0 would be accepted with risks: Forced through blocking failures: ",
 		},
 		"forced, but a CRD update would lose stored objects": {
 			target: "1.0.1", force: true, desired: "1.0.0", history: completed,
 			manifests: []*payload.Manifest{widgetsCRD(t, "  - {name: v2, served: true, storage: true}\n")},
-			want:      operator.Verdict{Checked: true, Current: "1.0.0", Force: true, Blocking: true},
+			want:      clusterversion.Verdict{Checked: true, Current: "1.0.0", Force: true, Blocking: true},
 			message:   "Force does not override every failure: ",
 			plan:      "an update from 1.0.0 to 1.0.1 would be refused (force would not accept it either): Force does not override every failure: ",
 		},
 		"a deprecated target": {
 			target: "1.0.2", desired: "1.0.0", history: completed,
-			want:    operator.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
+			want:    clusterversion.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
 			message: "release 1.0.2 is deprecated in the update graph: do not use",
 			plan:    "an update from 1.0.0 to 1.0.2 would be refused (force would accept it): ",
 		},
 		"a retarget during an update: the graph asked about the release being applied": {
 			target: "1.0.2", desired: "1.0.1", history: append([]configv1.UpdateHistory{partial("1.0.1")}, completed...),
-			want:    operator.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
+			want:    clusterversion.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
 			message: "release 1.0.2 is deprecated in the update graph: do not use",
 			plan:    "an update from 1.0.0 to 1.0.2 would be refused (force would accept it): ",
 		},
 		"not checked: already the target": {
 			target: "1.0.1", desired: "1.0.1", history: append([]configv1.UpdateHistory{partial("1.0.1")}, completed...),
-			want: operator.Verdict{NotChecked: "1.0.1 is already the cluster's target"},
+			want: clusterversion.Verdict{NotChecked: "1.0.1 is already the cluster's target"},
 			plan: "not checked: 1.0.1 is already the cluster's target",
 		},
 		"an install: only the install checks": {
 			target: "1.0.1",
-			want:   operator.Verdict{Checked: true, Install: true, Forceable: true},
+			want:   clusterversion.Verdict{Checked: true, Install: true, Forceable: true},
 			plan:   "1.0.1, as an install (no release has completed yet), would be accepted",
 		},
 		"no completed release: an install's checks refuse a deprecated target": {
 			target: "1.0.2", desired: "1.0.0", history: []configv1.UpdateHistory{partial("1.0.0")},
-			want:    operator.Verdict{Checked: true, Install: true, Blocking: true, Forceable: true},
+			want:    clusterversion.Verdict{Checked: true, Install: true, Blocking: true, Forceable: true},
 			message: "release 1.0.2 is deprecated in the update graph: do not use",
 			plan:    "1.0.2, as an install (no release has completed yet), would be refused (force would accept it): ",
 		},
@@ -250,14 +252,14 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 			ctx := context.Background()
 
 			queries = nil
-			planned, acceptance, err := judgeUpdate(ctx, c.config, c.engine, rels[tc.target], graph.ModeUpdate)
+			planned, _, acceptance, err := judgeUpdate(ctx, c.kube, c.config, c.engine, rels[tc.target], graph.ModeUpdate)
 			if err != nil {
 				t.Fatal(err)
 			}
 			planQueries := queries
 
 			op, err := operator.New(operator.Config{
-				KubeClient: kubefake.NewClientset(), ConfigClient: c.config, DynamicClient: c.dynamic, Engine: c.engine,
+				KubeClient: c.kube, ConfigClient: c.config, DynamicClient: c.dynamic, Engine: c.engine,
 				Recorder: record.NewFakeRecorder(100), Releases: rels,
 				Sync: apply.SyncOptions{Backoff: &wait.Backoff{Duration: time.Millisecond, Steps: 1}},
 			})
@@ -276,7 +278,7 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 				t.Errorf("plan asked the graph %q, the operator %q", planQueries, queries)
 			}
 
-			for who, v := range map[string]operator.Verdict{"plan": planned, "operator": *out.Verdict} {
+			for who, v := range map[string]clusterversion.Verdict{"plan": planned, "operator": *out.Verdict} {
 				if got, want := viewOf(v), viewOf(tc.want); got != want {
 					t.Errorf("%s's verdict %+v, want %+v", who, got, want)
 				}
@@ -299,7 +301,7 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 			}
 			var accepted *configv1.ClusterOperatorStatusCondition
 			for i := range written.Status.Conditions {
-				if written.Status.Conditions[i].Type == operator.ConditionReleaseAccepted {
+				if written.Status.Conditions[i].Type == clusterversion.ConditionReleaseAccepted {
 					accepted = &written.Status.Conditions[i]
 				}
 			}
@@ -329,7 +331,7 @@ type verdictView struct {
 	install, force, blocking, forceable bool
 }
 
-func viewOf(v operator.Verdict) verdictView {
+func viewOf(v clusterversion.Verdict) verdictView {
 	return verdictView{v.Checked, v.NotChecked, v.Current, v.Install, v.Force, v.Blocking, v.Forceable}
 }
 
@@ -343,7 +345,7 @@ func TestPlanSaysWhyItDidNotJudge(t *testing.T) {
 		graph.ModeReconcile: "not checked in reconcile mode",
 		graph.ModeUpdate:    "not checked: the cluster has no ClusterVersion, so applying the payload installs it",
 	} {
-		v, a, err := judgeUpdate(context.Background(), c.config, c.engine, rel, mode)
+		v, _, a, err := judgeUpdate(context.Background(), c.kube, c.config, c.engine, rel, mode)
 		if err != nil || v.Checked || a.Checked || a.Accepted || a.Message != want {
 			t.Errorf("%s mode: verdict %+v, acceptance %+v, err %v; want %q", mode, v, a, err, want)
 		}
@@ -364,7 +366,7 @@ func TestLivePlanListsEachCustomResourceOnce(t *testing.T) {
 	for _, mode := range []graph.Mode{graph.ModeUpdate, graph.ModeReconcile} {
 		t.Run(string(mode), func(t *testing.T) {
 			c := newJudgeCluster(t, cv)
-			plan, acceptance, err := planAgainst(context.Background(), "fake", c.config, c.engine, rel, apply.PlanOptions{Mode: mode})
+			plan, acceptance, err := planAgainst(context.Background(), "fake", c.kube, c.config, c.engine, rel, apply.PlanOptions{Mode: mode})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,12 +15,15 @@ import (
 
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
@@ -265,7 +268,7 @@ func (o *planOptions) restConfig() (*rest.Config, error) {
 // planLive plans against the cluster of cfg, through an engine whose delete
 // ledger is only ever loaded, and says whether an update would be accepted.
 func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, planCapabilities, error) {
-	e, cc, err := liveClients(cfg, opts.Self)
+	e, kube, cc, err := liveClients(cfg, opts.Self)
 	if err != nil {
 		return nil, planAcceptance{}, planCapabilities{}, err
 	}
@@ -277,7 +280,7 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 	if err != nil {
 		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}
-	plan, acceptance, err := planAgainst(ctx, cfg.Host, cc, e, rel, opts)
+	plan, acceptance, err := planAgainst(ctx, cfg.Host, kube, cc, e, rel, opts)
 	if err != nil {
 		return nil, planAcceptance{}, planCapabilities{}, err
 	}
@@ -286,14 +289,14 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 }
 
 // liveClients checks that cfg's cluster answers, and returns the engine
-// and the config client plan reads it through.
-func liveClients(cfg *rest.Config, self apply.Self) (*apply.Engine, configclient.Interface, error) {
+// and the clients plan reads it through.
+func liveClients(cfg *rest.Config, self apply.Self) (*apply.Engine, kubernetes.Interface, configclient.Interface, error) {
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		return nil, nil, withExitCode(exitUsage, err)
+		return nil, nil, nil, withExitCode(exitUsage, err)
 	}
 	if _, err := disc.ServerVersion(); err != nil {
-		return nil, nil, withExitCode(exitUsage, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err))
+		return nil, nil, nil, withExitCode(exitUsage, fmt.Errorf("cluster %s unreachable: %w", cfg.Host, err))
 	}
 	// self names the ledger in --namespace; plan only ever loads it.
 	e, err := apply.NewForConfig(cfg, apply.Config{
@@ -301,24 +304,28 @@ func liveClients(cfg *rest.Config, self apply.Self) (*apply.Engine, configclient
 		Self:   self,
 	})
 	if err != nil {
-		return nil, nil, withExitCode(exitUsage, err)
+		return nil, nil, nil, withExitCode(exitUsage, err)
 	}
 	cc, err := configclient.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, withExitCode(exitUsage, err)
+		return nil, nil, nil, withExitCode(exitUsage, err)
 	}
-	return e, cc, nil
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, nil, withExitCode(exitUsage, err)
+	}
+	return e, kube, cc, nil
 }
 
 // planAgainst judges the update as the operator would, then plans through
 // e with the CRD checks the judge made, so that each custom resource is
 // listed once.
-func planAgainst(ctx context.Context, host string, cc configclient.Interface, e *apply.Engine, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, error) {
-	verdict, acceptance, err := judgeUpdate(ctx, cc, e, rel, opts.Mode)
+func planAgainst(ctx context.Context, host string, kube kubernetes.Interface, cc configclient.Interface, e *apply.Engine, rel *payload.Release, opts apply.PlanOptions) (*apply.Plan, planAcceptance, error) {
+	_, crds, acceptance, err := judgeUpdate(ctx, kube, cc, e, rel, opts.Mode)
 	if err != nil {
 		return nil, planAcceptance{}, planFailed(host, err)
 	}
-	opts.CRDChecks = verdict.CRDs
+	opts.CRDChecks = crds
 	plan, err := e.Plan(ctx, rel, opts)
 	if err != nil {
 		return nil, planAcceptance{}, planFailed(host, err)
@@ -340,7 +347,7 @@ func planFailed(host string, err error) error {
 // update of the cluster: part of the JSON contract.
 type planAcceptance struct {
 	// Checked is false offline, outside update mode, and when the payload
-	// needs no acceptance (operator.Verdict.NotChecked says why).
+	// needs no acceptance (clusterversion.Verdict.NotChecked says why).
 	Checked bool `json:"checked"`
 	// Accepted is true when the preconditions pass, or only warn.
 	Accepted bool `json:"accepted"`
@@ -353,16 +360,16 @@ type planAcceptance struct {
 	ConditionalUpdate *planConditional `json:"conditionalUpdate,omitempty"`
 }
 
-// judgeUpdate reads the ClusterVersion and the update graph as the
-// operator does and asks operator.Judge whether it would accept rel,
-// without requesting it.
-func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine, rel *payload.Release, mode graph.Mode) (operator.Verdict, planAcceptance, error) {
+// judgeUpdate observes the cluster as the operator's next pass would
+// (operator.Observe) and decides on rel as it would (clusterversion.Decide),
+// without requesting it. It returns the CRD checks the observation made.
+func judgeUpdate(ctx context.Context, kube kubernetes.Interface, cc configclient.Interface, e *apply.Engine, rel *payload.Release, mode graph.Mode) (clusterversion.Verdict, *apply.CRDChecks, planAcceptance, error) {
 	if mode != graph.ModeUpdate {
-		return operator.Verdict{}, planAcceptance{Message: fmt.Sprintf("not checked in %s mode", mode)}, nil
+		return clusterversion.Verdict{}, nil, planAcceptance{Message: fmt.Sprintf("not checked in %s mode", mode)}, nil
 	}
 	cv, err := readClusterVersion(ctx, cc)
 	if err != nil {
-		return operator.Verdict{}, planAcceptance{}, err
+		return clusterversion.Verdict{}, nil, planAcceptance{}, err
 	}
 	var deprecated map[string]string
 	if cv != nil {
@@ -370,19 +377,21 @@ func judgeUpdate(ctx context.Context, cc configclient.Interface, e *apply.Engine
 		// the operator's last list; the updates are judged as the
 		// operator's next pass lists them.
 		deprecated = operator.ProjectUpdates(ctx, cv, rel.Version, e.DynamicClient())
-		// Upgradeable as the operator's next pass would judge CRD removals.
-		operator.LiveCRDRemovals(ctx, e, cv, rel)
 	}
-	v := operator.Judge(ctx, e, cv, rel.Version, rel, deprecated)
+	obs, crds, err := operator.Observe(ctx, kube, cc, e, cv, rel, deprecated)
+	if err != nil {
+		return clusterversion.Verdict{}, nil, planAcceptance{}, err
+	}
+	v := clusterversion.Decide(obs, metav1.Now()).Verdict
 	acceptance := acceptanceOf(v, rel.Version)
 	if cv != nil {
 		acceptance.ConditionalUpdate = conditionalFor(cv.Status.ConditionalUpdates, rel.Version)
 	}
-	return v, acceptance, nil
+	return v, crds, acceptance, nil
 }
 
 // acceptanceOf words the verdict on target for plan.
-func acceptanceOf(v operator.Verdict, target string) planAcceptance {
+func acceptanceOf(v clusterversion.Verdict, target string) planAcceptance {
 	if !v.Checked {
 		return planAcceptance{Message: "not checked: " + v.NotChecked}
 	}

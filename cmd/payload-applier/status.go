@@ -18,7 +18,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
-	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
@@ -120,7 +120,7 @@ func writeStatusText(w io.Writer, doc statusJSON, now time.Time) {
 		fmt.Fprintf(w, "Desired image: %s\n", doc.Desired.Image)
 	}
 	for _, c := range doc.Status.Conditions {
-		if c.Type == operator.ConditionReleaseDeprecated && c.Status == configv1.ConditionTrue {
+		if c.Type == clusterversion.ConditionReleaseDeprecated && c.Status == configv1.ConditionTrue {
 			fmt.Fprintf(w, "Deprecated: %s\n", oneLine(c.Message))
 		}
 	}

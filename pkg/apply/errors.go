@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -27,7 +28,7 @@ const (
 	ReasonClusterOverloaded   Reason = "UpdatePayloadClusterOverloaded"
 	ReasonTypeMissing         Reason = "UpdatePayloadResourceTypeMissing"
 	ReasonDeletionRefused     Reason = "ResourceDeletionRefused"
-	ReasonDeletionFailed      Reason = "ResourceDeletionFailed"
+	ReasonDeletionFailed      Reason = deletion.ReasonFailed
 	ReasonCRDNotEstablished   Reason = "CustomResourceDefinitionNotEstablished"
 	ReasonWorkloadNotProgress Reason = "WorkloadNotProgressing"
 	ReasonWorkloadNotAvail    Reason = "WorkloadNotAvailable"

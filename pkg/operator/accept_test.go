@@ -7,6 +7,8 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -22,18 +24,22 @@ func TestJudgeTakesForceOnlyForTheRequestedTarget(t *testing.T) {
 	}
 	ctx := context.Background()
 
-	requested := Judge(ctx, c.op.engine, cv, "1.1.0", &payload.Release{Version: "1.1.0"}, nil)
+	judge := func(version string) (clusterversion.Verdict, *apply.CRDChecks) {
+		target, crds := c.op.observe.targetChecks(ctx, cv, &payload.Release{Version: version}, forces(cv, version), nil)
+		return clusterversion.Judge(cv, target), crds
+	}
+	requested, requestedCRDs := judge("1.1.0")
 	if !requested.Checked || !requested.Force || requested.Blocking || !strings.HasPrefix(requested.Message, "Forced through blocking failures: ") {
 		t.Errorf("the requested minor: %+v, want it forced through", requested)
 	}
-	other := Judge(ctx, c.op.engine, cv, "1.2.0", &payload.Release{Version: "1.2.0"}, nil)
+	other, otherCRDs := judge("1.2.0")
 	if !other.Checked || other.Force || !other.Blocking || !other.Forceable || !strings.Contains(other.Message, "pending") {
 		t.Errorf("another minor: %+v, want it refused: the force was asked for 1.1.0", other)
 	}
-	if v := Judge(ctx, c.op.engine, nil, "1.1.0", nil, nil); v.Checked || !strings.Contains(v.NotChecked, "no ClusterVersion") {
+	if v := clusterversion.Judge(nil, clusterversion.TargetObservation{Version: "1.1.0"}); v.Checked || !strings.Contains(v.NotChecked, "no ClusterVersion") {
 		t.Errorf("without a ClusterVersion: %+v, want it not checked", v)
 	}
-	if requested.CRDs == nil || other.CRDs == nil {
-		t.Error("an update's verdict carries no CRD checks")
+	if requestedCRDs == nil || otherCRDs == nil {
+		t.Error("an update's checks made no CRD checks")
 	}
 }

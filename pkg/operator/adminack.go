@@ -18,18 +18,6 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
-// readAdminAcks reads the two admin ConfigMaps, and whether rel, the
-// release judged (nil when it could not be loaded), ships an absent one.
-func (o *Operator) readAdminAcks(ctx context.Context, rel *payload.Release) (gates, acks precondition.AdminConfigMap) {
-	gates = ReadAdminConfigMap(ctx, o.kube, o.cfg.AdminGates)
-	acks = ReadAdminConfigMap(ctx, o.kube, o.cfg.AdminAcks)
-	if rel != nil {
-		gates.Shipped = ships(rel, o.cfg.AdminGates)
-		acks.Shipped = ships(rel, o.cfg.AdminAcks)
-	}
-	return gates, acks
-}
-
 // LiveAdminAcks judges the cluster's admin gates as they are now, for
 // plan and status, which have no current release at hand: an absent
 // ConfigMap reads as empty there, where the operator would block on one

@@ -17,6 +17,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
@@ -84,7 +85,7 @@ func TestSyncHoldsMinorUpdatesUntilTheAdminAcknowledges(t *testing.T) {
 	cv := c.clusterVersion(t)
 	wantHistory(t, cv, "1.0.0")
 	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, precondition.ReasonAdminAckRequired)
-	if c := findCondition(cv.Status.Conditions, configv1.OperatorUpgradeable); c.Message != testGateText {
+	if c := clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorUpgradeable); c.Message != testGateText {
 		t.Errorf("Upgradeable message %q, want the gate's text alone", c.Message)
 	}
 
@@ -93,7 +94,7 @@ func TestSyncHoldsMinorUpdatesUntilTheAdminAcknowledges(t *testing.T) {
 	if out := c.sync(t); out.Refused == nil || c.exists("minor") {
 		t.Fatalf("1.1.0 must be refused, got refused=%v", out.Refused)
 	}
-	wantCondition(t, c.clusterVersion(t), ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks,
+	wantCondition(t, c.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks,
 		precondition.ReasonAdminAckRequired, "https://example.com/notes")
 
 	t.Log("a z-stream goes ahead meanwhile, and the gate still holds")
@@ -127,7 +128,7 @@ func TestAdminAckUpgradeable(t *testing.T) {
 		want        string
 		fragments   []string
 	}{
-		"nothing shipped, nothing there": {want: ReasonAsExpected},
+		"nothing shipped, nothing there": {want: clusterversion.ReasonAsExpected},
 		"gates not shipped but there apply, acks absent": {
 			gates: map[string]string{testGate: testGateText}, want: precondition.ReasonAdminAckRequired, fragments: []string{testGateText}},
 		"shipped gates absent: the CVO's not found": {
@@ -145,9 +146,9 @@ func TestAdminAckUpgradeable(t *testing.T) {
 			want: precondition.ReasonAdminAckConfigMapGateValueError, fragments: []string{"must contain a non-empty value"}},
 		"a gate beside another blocker: MultipleReasons": {
 			shipped: true, gates: map[string]string{testGate: testGateText}, acks: map[string]string{}, overrides: true,
-			want: ReasonMultipleReasons, fragments: []string{"* " + testGateText, "* " + precondition.OverridesMessage}},
+			want: clusterversion.ReasonMultipleReasons, fragments: []string{"* " + testGateText, "* " + precondition.OverridesMessage}},
 		"acknowledged": {
-			shipped: true, gates: map[string]string{testGate: testGateText}, acks: map[string]string{testGate: "true"}, want: ReasonAsExpected},
+			shipped: true, gates: map[string]string{testGate: testGateText}, acks: map[string]string{testGate: "true"}, want: clusterversion.ReasonAsExpected},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -175,7 +176,7 @@ func TestAdminAckUpgradeable(t *testing.T) {
 			}
 			out := c.sync(t)
 			status := configv1.ConditionFalse
-			if tt.want == ReasonAsExpected {
+			if tt.want == clusterversion.ReasonAsExpected {
 				status = configv1.ConditionTrue
 			}
 			if out.Upgradeable.Status != status || out.Upgradeable.Reason != tt.want {
@@ -195,11 +196,11 @@ func TestAdminAcksBeforeAnyRelease(t *testing.T) {
 	c := newFakeCluster(t, adminAckStore(t, true), "1.0.0")
 	c.putConfigMap(t, precondition.DefaultAdminGates, map[string]string{testGate: ""})
 	c.kube().ClearActions()
-	obs := c.op.observeUpgradeable(context.Background(), c.clusterVersion(t))
+	obs := c.op.observe.upgradeable(context.Background(), c.clusterVersion(t))
 	if obs.AdminAckVersion != "" || len(c.kube().Actions()) != 0 {
 		t.Errorf("admin ConfigMaps read before any release: version %q, %d reads", obs.AdminAckVersion, len(c.kube().Actions()))
 	}
-	if up := decideUpgradeable(obs, upgradeablePass{}, nil); up.Status != configv1.ConditionTrue {
+	if up := clusterversion.Upgradeable(obs, clusterversion.UpgradeablePass{}, nil); up.Status != configv1.ConditionTrue {
 		t.Errorf("Upgradeable before any release = %s/%s %q", up.Status, up.Reason, up.Message)
 	}
 }

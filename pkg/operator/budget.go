@@ -11,17 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
-
-// ConditionStatusTruncated is True while the status as last written
-// leaves something out to stay within its limits; the message says what.
-// It is absent otherwise.
-const ConditionStatusTruncated configv1.ClusterStatusConditionType = "StatusTruncated"
-
-// ReasonStatusLimits is the reason of StatusTruncated, and of the Warning
-// Event that announces a new cut.
-const ReasonStatusLimits = "StatusLimits"
 
 // Limits of the ClusterVersion status (docs/operations.md, "ClusterVersion
 // status limits"). etcd refuses an object over 1.5 MiB, and once a status
@@ -61,7 +53,7 @@ const (
 // essentialConditions are the conditions admins and `oc adm upgrade` read
 // first: the budget cuts their messages last and never drops them.
 var essentialConditions = []configv1.ClusterStatusConditionType{
-	ConditionFailing, configv1.OperatorProgressing, configv1.OperatorAvailable, configv1.OperatorUpgradeable, ConditionReleaseAccepted,
+	clusterversion.ConditionFailing, configv1.OperatorProgressing, configv1.OperatorAvailable, configv1.OperatorUpgradeable, clusterversion.ConditionReleaseAccepted,
 }
 
 // statusCuts is what fitStatus left out of a status.
@@ -178,11 +170,11 @@ func releaseTexts(field, where string, r *configv1.Release) []statusText {
 // further cut.
 func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
 	var previous *configv1.ClusterOperatorStatusCondition
-	if c := findCondition(st.Conditions, ConditionStatusTruncated); c != nil {
+	if c := clusterversion.FindCondition(st.Conditions, clusterversion.ConditionStatusTruncated); c != nil {
 		kept := *c
 		previous = &kept
 	}
-	st.Conditions = removeCondition(st.Conditions, ConditionStatusTruncated)
+	st.Conditions = clusterversion.RemoveCondition(st.Conditions, clusterversion.ConditionStatusTruncated)
 	before := shapeOf(st)
 	var cuts statusCuts
 	// Room for StatusTruncated itself.
@@ -195,8 +187,8 @@ func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
 			// Kept, so that its transition time is too.
 			st.Conditions = append(st.Conditions, *previous)
 		}
-		st.Conditions = setCondition(st.Conditions, configv1.ClusterOperatorStatusCondition{Type: ConditionStatusTruncated,
-			Status: configv1.ConditionTrue, Reason: ReasonStatusLimits, Message: msg}, now)
+		st.Conditions = clusterversion.SetCondition(st.Conditions, configv1.ClusterOperatorStatusCondition{Type: clusterversion.ConditionStatusTruncated,
+			Status: configv1.ConditionTrue, Reason: clusterversion.ReasonStatusLimits, Message: msg}, now)
 	}
 	return cuts
 }
@@ -209,7 +201,7 @@ func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
 // after that, so they are dropped unread.
 func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts, target int) map[string]string {
 	st.AvailableUpdates = st.AvailableUpdates[:min(len(st.AvailableUpdates), maxAvailableUpdates)]
-	st.History = st.History[:min(len(st.History), MaxHistory)]
+	st.History = st.History[:min(len(st.History), clusterversion.MaxHistory)]
 	// desired's channels are the cached release's: cut a copy.
 	st.Desired.Channels = capChannels(slices.Clone(st.Desired.Channels), "desired", "desired", cuts)
 	for i := range st.AvailableUpdates {
@@ -301,7 +293,7 @@ func (c *statusCuts) describe(before statusShape, st *configv1.ClusterVersionSta
 	}
 	var dropped []string
 	for _, t := range before.conditions {
-		if findCondition(st.Conditions, t) == nil {
+		if clusterversion.FindCondition(st.Conditions, t) == nil {
 			dropped = append(dropped, string(t))
 		}
 	}
@@ -424,6 +416,6 @@ func (o *Operator) fitStatus(cv *configv1.ClusterVersion) {
 	}
 	o.cuts.mu.Unlock()
 	if news {
-		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, ReasonStatusLimits, cuts.message())
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, clusterversion.ReasonStatusLimits, cuts.message())
 	}
 }

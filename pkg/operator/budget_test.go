@@ -19,6 +19,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
@@ -94,7 +95,7 @@ func wantWithinBudget(t *testing.T, c *fakeCluster) *configv1.ClusterVersion {
 // ends with the marker of a cut.
 func wantCut(t *testing.T, cv *configv1.ClusterVersion, ct configv1.ClusterStatusConditionType, limit int) {
 	t.Helper()
-	c := findCondition(cv.Status.Conditions, ct)
+	c := clusterversion.FindCondition(cv.Status.Conditions, ct)
 	if c == nil {
 		t.Fatalf("no %s condition", ct)
 	}
@@ -119,7 +120,7 @@ func TestAGraphOf50001UpdatesFitsTheBudget(t *testing.T) {
 	kept := len(cv.Status.AvailableUpdates)
 	wantSettled(t, cv, "1.0.0")
 	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "")
-	wantCondition(t, cv, ConditionStatusTruncated, configv1.ConditionTrue, ReasonStatusLimits,
+	wantCondition(t, cv, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits,
 		fmt.Sprintf("availableUpdates keeps the newest %d of 50001 entries (… and %d more)", kept, 50001-kept))
 	if v := testutil.ToFloat64(metrics.statusTruncated.WithLabelValues("availableUpdates")); v != float64(50001-kept) {
 		t.Errorf("payload_applier_status_truncated{field=availableUpdates} = %v, want %d", v, 50001-kept)
@@ -146,9 +147,9 @@ func TestMiBStringsFromTheGraphFitTheBudget(t *testing.T) {
 		t.Fatal("an install of a deprecated release must be refused")
 	}
 	cv := wantWithinBudget(t, c)
-	wantCut(t, cv, ConditionReleaseAccepted, maxMessageBytes)
-	wantCut(t, cv, ConditionReleaseDeprecated, maxMessageBytes)
-	wantCondition(t, cv, ConditionStatusTruncated, configv1.ConditionTrue, ReasonStatusLimits,
+	wantCut(t, cv, clusterversion.ConditionReleaseAccepted, maxMessageBytes)
+	wantCut(t, cv, clusterversion.ConditionReleaseDeprecated, maxMessageBytes)
+	wantCondition(t, cv, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits,
 		"conditions[ReleaseAccepted].message cut from", "conditions[ReleaseDeprecated].message cut from", "availableUpdates[0].image cut from 3145728 to")
 	if u := cv.Status.AvailableUpdates; len(u) != 1 || len(u[0].Image) > maxReleaseFieldBytes || !strings.HasSuffix(u[0].Image, " bytes cut)") {
 		t.Errorf("available updates %d, the first's image of %d bytes; want one, its 3 MiB image cut to %d", len(u), len(u[0].Image), maxReleaseFieldBytes)
@@ -174,7 +175,7 @@ func TestMiBStringsFromTheGraphFitTheBudget(t *testing.T) {
 		!strings.HasSuffix(h[0].AcceptedRisks, " bytes cut)") {
 		t.Errorf("history %d entries, the risks of the first %d bytes; want one, its risks cut to %d and marked", len(h), len(h[0].AcceptedRisks), maxAcceptedRisksBytes)
 	}
-	wantCondition(t, cv, ConditionStatusTruncated, configv1.ConditionTrue, ReasonStatusLimits, "history[0].acceptedRisks cut from")
+	wantCondition(t, cv, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits, "history[0].acceptedRisks cut from")
 
 	t.Log("settled: a pass after the next writes nothing")
 	c.sync(t)
@@ -242,9 +243,9 @@ func TestACRDWithA300KiBEnumFitsTheBudget(t *testing.T) {
 		t.Fatalf("an update whose CRD rejects existing widgets must be refused: %+v %+v", out.Verdict, c.clusterVersion(t).Status.Conditions)
 	}
 	cv := wantWithinBudget(t, c)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks,
+	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks,
 		"ExistingObjectsInvalid", `demo/w00: spec.size: Unsupported value: "huge"`, "and 2 more", `(new schema: spec.size: supported values: "size-00000"`)
-	msg := findCondition(cv.Status.Conditions, ConditionReleaseAccepted).Message
+	msg := clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionReleaseAccepted).Message
 	if n := strings.Count(msg, "supported values"); n != 1 || len(msg) > maxMessageBytes {
 		t.Errorf("a message of %d bytes stating the enum %d times; want it once, within %d bytes", len(msg), n, maxMessageBytes)
 	}
@@ -282,7 +283,7 @@ func TestFitStatusCutsInOrder(t *testing.T) {
 	messages := func(st configv1.ClusterVersionStatus) (essential, other, others int) {
 		for _, c := range st.Conditions {
 			switch {
-			case c.Type == ConditionStatusTruncated:
+			case c.Type == clusterversion.ConditionStatusTruncated:
 			case slices.Contains(essentialConditions, c.Type):
 				essential = max(essential, len(c.Message))
 			default:
@@ -340,14 +341,14 @@ func TestFitStatusCutsInOrder(t *testing.T) {
 			tc.check(t, tc.st)
 			st := tc.st
 			for _, ct := range essentialConditions {
-				if findCondition(st.Conditions, ct) == nil {
+				if clusterversion.FindCondition(st.Conditions, ct) == nil {
 					t.Errorf("%s was dropped", ct)
 				}
 			}
 			if st.Desired.Version != "2.0.0" || len(st.Desired.Image) != 900 || len(st.History) == 0 || st.History[0].Version != newest.Version {
 				t.Errorf("desired %s, newest history entry %v: both must stay", st.Desired.Version, st.History[:min(1, len(st.History))])
 			}
-			wantCondition(t, &configv1.ClusterVersion{Status: st}, ConditionStatusTruncated, configv1.ConditionTrue, ReasonStatusLimits, "The status was cut")
+			wantCondition(t, &configv1.ClusterVersion{Status: st}, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits, "The status was cut")
 		})
 	}
 }
@@ -384,10 +385,10 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 		if a.GetSubresource() != "status" {
 			return false, nil, nil
 		}
-		if findCondition(cv.Status.Conditions, ConditionStatusTruncated) != nil {
+		if clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionStatusTruncated) != nil {
 			truncated++
 		}
-		if p := findCondition(cv.Status.Conditions, configv1.OperatorProgressing); p != nil && p.Status == configv1.ConditionTrue && progress < len(written) {
+		if p := clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorProgressing); p != nil && p.Status == configv1.ConditionTrue && progress < len(written) {
 			close(written[progress])
 			progress++
 		}
@@ -418,7 +419,7 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 	}
 	var cuts []string
 	for _, e := range c.takeEvents() {
-		if strings.Contains(e, ReasonStatusLimits) {
+		if strings.Contains(e, clusterversion.ReasonStatusLimits) {
 			cuts = append(cuts, e)
 		}
 	}
@@ -455,7 +456,7 @@ func TestFitStatusKeepsEveryConditionalUpdateThatFits(t *testing.T) {
 		t.Errorf("%d of 400 entries kept, but one more fits (%d bytes)", kept, size)
 	}
 	wantNote := fmt.Sprintf("conditionalUpdates keeps the first %d of 400 entries", kept)
-	if c := findCondition(st.Conditions, ConditionStatusTruncated); c == nil || !strings.Contains(c.Message, wantNote) {
+	if c := clusterversion.FindCondition(st.Conditions, clusterversion.ConditionStatusTruncated); c == nil || !strings.Contains(c.Message, wantNote) {
 		t.Errorf("StatusTruncated %+v, want %q", c, wantNote)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
@@ -73,7 +74,7 @@ func TestDisablingACapabilityLeavesItEnabled(t *testing.T) {
 	c.sync(t)
 	cv := c.clusterVersion(t)
 	wantEnabled(t, cv, "Console")
-	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, ReasonAsExpected, "Capabilities match configured spec")
+	wantCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, clusterversion.ReasonAsExpected, "Capabilities match configured spec")
 	if !c.exists("console") || c.exists("build") {
 		t.Fatalf("console applied %t, build applied %t; want only the enabled capability's ConfigMap", c.exists("console"), c.exists("build"))
 	}
@@ -92,7 +93,7 @@ func TestDisablingACapabilityLeavesItEnabled(t *testing.T) {
 	c.sync(t)
 	cv = c.clusterVersion(t)
 	wantEnabled(t, cv, "Console")
-	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, ReasonCapabilitiesImplicitlyEnabled,
+	wantCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, clusterversion.ReasonCapabilitiesImplicitlyEnabled,
 		"The following capabilities could not be disabled: Console")
 	if !c.exists("console") {
 		t.Error("the ConfigMap behind Console was not applied again after the spec dropped Console")
@@ -105,7 +106,7 @@ func TestDisablingACapabilityLeavesItEnabled(t *testing.T) {
 	c.setCapabilitiesSpec(t, &configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: configv1.ClusterVersionCapabilitySet4_12})
 	c.sync(t)
 	cv = c.clusterVersion(t)
-	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, ReasonAsExpected)
+	wantCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, clusterversion.ReasonAsExpected)
 	if slices.Contains(cv.Status.Capabilities.EnabledCapabilities, "Build") || c.exists("build") {
 		t.Errorf("Build enabled or applied though no spec asked for it: %v", cv.Status.Capabilities.EnabledCapabilities)
 	}
@@ -132,7 +133,7 @@ func TestAnUpdateEnablesTheCapabilityAManagedObjectMovesBehind(t *testing.T) {
 	}
 	cv = c.acceptUpdate(t, "1.0.1", "moved")
 	wantEnabled(t, cv, "Build")
-	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, ReasonCapabilitiesImplicitlyEnabled,
+	wantCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, clusterversion.ReasonCapabilitiesImplicitlyEnabled,
 		"The following capabilities could not be disabled: Build")
 	if c.exists("new") {
 		t.Error("an object new in the update, behind a disabled capability, was applied")
@@ -145,7 +146,7 @@ func TestAnUpdateEnablesTheCapabilityAManagedObjectMovesBehind(t *testing.T) {
 	c.sync(t)
 	cv = c.clusterVersion(t)
 	wantEnabled(t, cv, "Build")
-	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, ReasonCapabilitiesImplicitlyEnabled)
+	wantCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, clusterversion.ReasonCapabilitiesImplicitlyEnabled)
 }
 
 // An install has no current release: nothing is implicit.
@@ -155,7 +156,7 @@ func TestAnInstallEnablesNoCapabilityImplicitly(t *testing.T) {
 	c.sync(t)
 	cv := c.clusterVersion(t)
 	wantEnabled(t, cv)
-	wantCondition(t, cv, ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, ReasonAsExpected)
+	wantCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, clusterversion.ReasonAsExpected)
 	if c.exists("build") {
 		t.Error("a ConfigMap behind a disabled capability was installed")
 	}
@@ -189,7 +190,7 @@ func TestAPassWith100kUnknownCapabilitiesIsSmall(t *testing.T) {
 	c.sync(t)
 	cv := c.clusterVersion(t)
 	wantEnabled(t, cv, "Console")
-	wantCondition(t, cv, ConditionInvalid, configv1.ConditionTrue, ReasonInvalidClusterVersion,
+	wantCondition(t, cv, clusterversion.ConditionInvalid, configv1.ConditionTrue, clusterversion.ReasonInvalidClusterVersion,
 		`* spec.capabilities.additionalEnabledCapabilities[10]: Invalid value: "Unknown000009": is not a capability this release knows`,
 		`* spec.capabilities.additionalEnabledCapabilities: Invalid value: "99990 more": are not capabilities this release knows`)
 	if !c.exists("console") {
@@ -217,15 +218,5 @@ func TestNoCapabilitiesSpecEnablesTheDefaultSet(t *testing.T) {
 	got, err := c.dynamic.Tracker().Get(configMaps, demoNamespace, "build")
 	if err != nil || got.(*unstructured.Unstructured).GetName() != "build" {
 		t.Errorf("the ConfigMap behind Build (in vCurrent) was not applied: %v", err)
-	}
-}
-
-func TestImplicitlyEnabledCondition(t *testing.T) {
-	c := implicitlyEnabledCondition([]configv1.ClusterVersionCapability{"Build", "Console"})
-	if c.Status != configv1.ConditionTrue || c.Reason != "CapabilitiesImplicitlyEnabled" || c.Message != "The following capabilities could not be disabled: Build, Console" {
-		t.Errorf("condition %+v", c)
-	}
-	if c := implicitlyEnabledCondition(nil); c.Status != configv1.ConditionFalse || c.Reason != "AsExpected" {
-		t.Errorf("condition %+v", c)
 	}
 }

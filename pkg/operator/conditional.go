@@ -265,7 +265,7 @@ func (o *Operator) conditionalEntries(ctx context.Context, cv *configv1.ClusterV
 	}
 	// PromQL rules fill the cluster's ID into their `_id=""` matchers.
 	results = o.risks.lookup(clusterconditions.WithClusterID(ctx, string(cv.Spec.ClusterID)), conditional)
-	accept := o.acceptRisks(ctx, cv)
+	accept := o.observe.acceptRisks(ctx, cv)
 	previous := map[string][]metav1.Condition{}
 	for _, u := range cv.Status.ConditionalUpdates {
 		previous[u.Release.Version] = u.Conditions
@@ -402,7 +402,8 @@ func sortReleases(nodes []updategraph.Node) {
 // the graph deprecates, nil when there is none or it cannot be read. plan
 // judges with it, so that it judges as the operator does.
 func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, dyn dynamic.Interface) map[string]string {
-	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout)}
+	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout),
+		observe: &observer{dynamic: dyn}}
 	o.cfg.RiskConditions = clusterconditions.New(nil)
 	o.risks = newRiskEvaluator(o.clock, o.cfg.RiskConditions, defaultRiskEvaluationTimeout)
 	return o.refreshUpdates(ctx, cv, target, metav1.Now(), true).deprecated
@@ -421,25 +422,6 @@ type acceptedRiskCache struct {
 	mu              sync.Mutex
 	resourceVersion string
 	names           []string
-}
-
-// acceptRisks returns the names in cv's spec.desiredUpdate.acceptRisks,
-// read through the dynamic client; none when it cannot be read, which is
-// logged: an unread acceptance refuses, it never accepts.
-func (o *Operator) acceptRisks(ctx context.Context, cv *configv1.ClusterVersion) []string {
-	c := &o.acceptedRisks
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cv.ResourceVersion != "" && c.resourceVersion == cv.ResourceVersion {
-		return c.names
-	}
-	names, err := AcceptRisks(ctx, o.dynamic, cv.Name)
-	if err != nil {
-		klog.FromContext(ctx).Info("Reading spec.desiredUpdate.acceptRisks failed; no risk is accepted", "err", err)
-		return nil
-	}
-	c.resourceVersion, c.names = cv.ResourceVersion, names
-	return names
 }
 
 // AcceptRisks reads the names of the risks the ClusterVersion name accepts

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
@@ -201,7 +202,7 @@ func TestSyncEvaluatesConditionalUpdates(t *testing.T) {
 	if out := c.sync(t); out.Refused == nil || !strings.Contains(out.Refused.Error(), "BadDisk") {
 		t.Fatalf("refused %v, want the update refused naming BadDisk", out.Refused)
 	}
-	wantCondition(t, c.clusterVersion(t), ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks, "BadDisk", "ClusterVersionRecommendedUpdate")
+	wantCondition(t, c.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks, "BadDisk", "ClusterVersionRecommendedUpdate")
 
 	t.Log("with acceptRisks naming it, it is recommended and proceeds, history naming the risk")
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
@@ -255,7 +256,7 @@ func TestStatusBudgetBoundsConditionalUpdates(t *testing.T) {
 		len(u.Conditions[0].Message) > maxMessageBytes || len(u.Release.URL) > maxReleaseFieldBytes {
 		t.Errorf("a string over its limit: %d %d %d %d", len(u.Risks[0].Message), len(u.Risks[0].MatchingRules[0].PromQL.PromQL), len(u.Conditions[0].Message), len(u.Release.URL))
 	}
-	if c := findCondition(st.Conditions, ConditionStatusTruncated); c == nil || !strings.Contains(c.Message, "conditionalUpdates") {
+	if c := clusterversion.FindCondition(st.Conditions, clusterversion.ConditionStatusTruncated); c == nil || !strings.Contains(c.Message, "conditionalUpdates") {
 		t.Errorf("StatusTruncated %+v, want the cut named", c)
 	}
 }
@@ -320,7 +321,7 @@ func TestWorstConditionalGroupCostsASyncLittle(t *testing.T) {
 		cv := wantWithinBudget(t, c)
 		wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "")
 		// One entry's risks alone are over the budget.
-		wantCondition(t, cv, ConditionStatusTruncated, configv1.ConditionTrue, ReasonStatusLimits,
+		wantCondition(t, cv, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits,
 			fmt.Sprintf("conditionalUpdates keeps the first 0 of %d entries", targets))
 		return least
 	}

@@ -1,16 +1,12 @@
 package operator
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/crdcompat"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
@@ -72,7 +68,7 @@ func (c *fakeCluster) widget(t *testing.T, name string) {
 	}
 }
 
-// TestUpgradeableBlocksWhileAScheduledCRDVersionIsStored runs setUpgradeable
+// TestUpgradeableBlocksWhileAScheduledCRDVersionIsStored decides Upgradeable
 // on a cluster whose current release, 1.0.0, schedules v1alpha1's removal
 // in 1.1: False while storedVersions lists it (with or without objects),
 // True once it does not.
@@ -84,9 +80,7 @@ func TestUpgradeableBlocksWhileAScheduledCRDVersionIsStored(t *testing.T) {
 		t.Helper()
 		cv := c.clusterVersion(t)
 		cv.Status.Desired = configv1.Release{Version: "1.0.0"}
-		out := &Outcome{}
-		c.op.setUpgradeable(context.Background(), cv, deletion.Summary{}, nil, out, metav1.Now())
-		return out.Upgradeable
+		return c.upgradeable(cv)
 	}
 
 	t.Log("nothing stored in v1alpha1 any more: no blocker")
@@ -125,93 +119,6 @@ func TestUpgradeableBlocksWhileAScheduledCRDVersionIsStored(t *testing.T) {
 	}
 }
 
-func TestCRDRemovalMessage(t *testing.T) {
-	pending := func(crd string, objects int, err string) crdcompat.PendingRemoval {
-		return crdcompat.PendingRemoval{Removal: crdcompat.Removal{CRD: crd, Version: "v1alpha1", RemovedIn: crdcompat.MinorVersion{Major: 1, Minor: 1}}, Objects: objects, Err: err}
-	}
-	msg := crdRemovalMessage([]crdcompat.PendingRemoval{pending("b.example.com", 1, ""), pending("a.example.com", -1, "could not count its objects: boom\nsecond line")})
-	for _, want := range []string{
-		crdRemovalMessagePrefix + "a.example.com v1alpha1 (removed in 1.1; objects not counted: could not count its objects: boom second line), b.example.com v1alpha1 (removed in 1.1; 1 object, which may still be stored in it)",
-		"run 'payload-applier crd migrate-storage NAME'",
-	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("message %q lacks %q", msg, want)
-		}
-	}
-
-	var many []crdcompat.PendingRemoval
-	for i := range 13 {
-		many = append(many, pending(fmt.Sprintf("c%02d.example.com", i), i, ""))
-	}
-	msg = crdRemovalMessage(many)
-	if !strings.Contains(msg, "c09.example.com v1alpha1") || strings.Contains(msg, "c10.example.com") || !strings.Contains(msg, ", and 3 more;") {
-		t.Errorf("message names other than ten then counts the rest: %q", msg)
-	}
-
-	long := pending(strings.Repeat("x", 20000)+".example.com", 1, "")
-	if msg := crdRemovalMessage([]crdcompat.PendingRemoval{long}); len(msg) > maxCRDRemovalMessageBytes || !strings.Contains(msg, "bytes cut") {
-		t.Errorf("an outsized message is %d bytes, want at most %d with a cut marker", len(msg), maxCRDRemovalMessageBytes)
-	}
-	if blockers := crdRemovalBlocker(nil); blockers != nil {
-		t.Errorf("no pending removal must give no blocker: %v", blockers)
-	}
-}
-
-func TestWithCRDRemovals(t *testing.T) {
-	ours := crdRemovalBlocker([]crdcompat.PendingRemoval{{Removal: crdcompat.Removal{CRD: "w.example.com", Version: "v1alpha1"}, Objects: 2}})
-	other := upgradeableBlocker{Reason: ReasonDeletionInProgress, Message: "deletes in progress"}
-	third := upgradeableBlocker{Reason: ReasonOperatorsNotUpgrade, Message: "operators not upgradeable"}
-	for name, tc := range map[string]struct {
-		written  configv1.ClusterOperatorStatusCondition
-		blockers []upgradeableBlocker
-		reason   string
-		has      []string
-		lacks    []string
-	}{
-		"True, now pending: False with the reason": {
-			written: foldBlockers(nil), blockers: ours, reason: crdcompat.ReasonVersionRemovalPending, has: []string{"w.example.com v1alpha1"},
-		},
-		"ours alone, now cleared: True": {
-			written: foldBlockers(ours), reason: ReasonAsExpected, lacks: []string{"w.example.com"},
-		},
-		"another blocker, now pending too: both": {
-			written: foldBlockers([]upgradeableBlocker{other}), blockers: ours, reason: ReasonMultipleReasons,
-			has: []string{"* deletes in progress", "* " + crdRemovalMessagePrefix},
-		},
-		"another blocker and ours, now cleared: the other stays": {
-			written: foldBlockers([]upgradeableBlocker{other, ours[0]}), reason: ReasonMultipleReasons,
-			has: []string{"deletes in progress"}, lacks: []string{crdRemovalMessagePrefix},
-		},
-		"two others and ours, still pending: replaced, not repeated": {
-			written: foldBlockers([]upgradeableBlocker{other, ours[0], third}), blockers: ours, reason: ReasonMultipleReasons,
-			has: []string{"* deletes in progress", "* operators not upgradeable", "* " + crdRemovalMessagePrefix},
-		},
-		"another blocker alone, nothing pending: unchanged": {
-			written: foldBlockers([]upgradeableBlocker{other}), reason: ReasonDeletionInProgress, has: []string{"deletes in progress"},
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			got := withCRDRemovals(tc.written, tc.blockers)
-			if got.Reason != tc.reason {
-				t.Errorf("reason = %s, want %s (%q)", got.Reason, tc.reason, got.Message)
-			}
-			for _, s := range tc.has {
-				if !strings.Contains(got.Message, s) {
-					t.Errorf("message %q lacks %q", got.Message, s)
-				}
-			}
-			for _, s := range tc.lacks {
-				if strings.Contains(got.Message, s) {
-					t.Errorf("message %q holds %q", got.Message, s)
-				}
-			}
-			if n := strings.Count(got.Message, crdRemovalMessagePrefix); n > 1 {
-				t.Errorf("the blocker is named %d times: %q", n, got.Message)
-			}
-		})
-	}
-}
-
 // TestUpgradeableJudgesLiveCRDsWithoutTheCurrentRelease: `apply` gives the
 // operator only its target; the live CRDs the target ships then stand for
 // the running release's, so the blocker is not lost.
@@ -240,9 +147,7 @@ func TestUpgradeableJudgesLiveCRDsWithoutTheCurrentRelease(t *testing.T) {
 
 	cv := c.clusterVersion(t)
 	cv.Status.Desired = configv1.Release{Version: "1.0.0"}
-	out := &Outcome{}
-	c.op.setUpgradeable(context.Background(), cv, deletion.Summary{}, nil, out, metav1.Now())
-	if up := out.Upgradeable; up.Reason != crdcompat.ReasonVersionRemovalPending || !strings.Contains(up.Message, "widgets.example.com v1alpha1 (removed in 1.1; 1 object") {
+	if up := c.upgradeable(cv); up.Reason != crdcompat.ReasonVersionRemovalPending || !strings.Contains(up.Message, "widgets.example.com v1alpha1 (removed in 1.1; 1 object") {
 		t.Fatalf("Upgradeable = %s/%s %q, want the blocker read from the live CRD", up.Status, up.Reason, up.Message)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -218,4 +219,10 @@ func (c *fakeCluster) takeEvents() []string {
 			return out
 		}
 	}
+}
+
+// upgradeable is the Upgradeable the operator decides for cv now.
+func (c *fakeCluster) upgradeable(cv *configv1.ClusterVersion) configv1.ClusterOperatorStatusCondition {
+	up := c.op.observe.upgradeable(context.Background(), cv)
+	return clusterversion.Decide(clusterversion.Observed{CV: cv, Upgradeable: &up}, metav1.Now()).Upgradeable
 }

@@ -12,6 +12,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 	"github.com/payload-applier/payload-applier/pkg/updategraph/updategraphtest"
@@ -182,7 +183,7 @@ func TestABlackHoledUpstreamNeverStallsASync(t *testing.T) {
 	if !c.exists("keep") || len(cv.Status.History) == 0 || cv.Status.History[0].State != configv1.CompletedUpdate {
 		t.Fatalf("the release must be applied and reported while the upstream is silent: history %+v", cv.Status.History)
 	}
-	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionUnknown, ReasonRetrieving, "Retrieving the available updates of 1.0.0")
+	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionUnknown, clusterversion.ReasonRetrieving, "Retrieving the available updates of 1.0.0")
 }
 
 func TestAnUnansweredReadFailsAfterItsBudget(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
@@ -129,7 +130,7 @@ func TestAnAnswerForAnotherVersionIsNeverListed(t *testing.T) {
 	if len(cv.Status.ConditionalUpdates) != 0 {
 		t.Errorf("conditionalUpdates %+v listed before 1.0.1 has an answer", cv.Status.ConditionalUpdates)
 	}
-	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionUnknown, ReasonRetrieving,
+	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionUnknown, clusterversion.ReasonRetrieving,
 		`Retrieving the available updates of 1.0.1 in the "stable" channel from `+srv.URL)
 
 	t.Log("another sync still lists nothing while the answer is held")
@@ -202,7 +203,7 @@ func TestATargetTheLastAnswerMakesConditionalIsJudgedByItsRisksWhileAnswerless(t
 		t.Fatalf("refused %v, want the update refused naming BadDisk", out.Refused)
 	}
 	cv := c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks, "BadDisk", "ClusterVersionRecommendedUpdate")
+	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks, "BadDisk", "ClusterVersionRecommendedUpdate")
 	if cv.Status.Desired.Version != "1.0.1" || c.exists("marker-1-1-0") {
 		t.Fatalf("desired %s, marker of 1.1.0 written %v: 1.1.0 must not be applied", cv.Status.Desired.Version, c.exists("marker-1-1-0"))
 	}

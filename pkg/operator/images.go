@@ -10,19 +10,13 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 	"github.com/payload-applier/payload-applier/pkg/signature"
 )
 
 const (
-	// ReasonRetrievePayload, ReasonVerifyPayloadVersion and
-	// ReasonImageVerificationFailed are the CVO's ReleaseAccepted reasons
-	// for the steps of reading a release by image.
-	ReasonRetrievePayload         = "RetrievePayload"
-	ReasonVerifyPayloadVersion    = "VerifyPayloadVersion"
-	ReasonImageVerificationFailed = signature.ReasonImageVerificationFailed
-
 	// retrieveBackoff and maxRetrieveBackoff space the retries of a
 	// release image that failed: a registry that refuses, or a signature
 	// that is not there yet.
@@ -252,7 +246,7 @@ func (r *imageRetriever) retrieve(ctx context.Context, req imageRequest) *imageA
 		rel, err = payload.Load(e.Dir, req.load)
 	}
 	if err != nil {
-		a.stage, a.err = ReasonLoadPayload, err
+		a.stage, a.err = clusterversion.ReasonLoadPayload, err
 		return a
 	}
 	a.release = rel
@@ -262,11 +256,11 @@ func (r *imageRetriever) retrieve(ctx context.Context, req imageRequest) *imageA
 // fetchFailed records a fetch that failed under the reason of the step
 // that failed.
 func (r *imageRetriever) fetchFailed(ctx context.Context, a *imageAnswer, ref releaseimage.Ref, err error) {
-	a.stage, a.err = ReasonRetrievePayload, err
+	a.stage, a.err = clusterversion.ReasonRetrievePayload, err
 	var content *releaseimage.ContentError
 	if errors.As(err, &content) {
 		// The registry served it; what it holds is refused.
-		a.stage = ReasonLoadPayload
+		a.stage = clusterversion.ReasonLoadPayload
 	}
 	if ctx.Err() == nil {
 		klog.FromContext(ctx).Info("Retrieving a release image failed", "image", ref.String(), "err", err)

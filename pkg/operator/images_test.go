@@ -12,6 +12,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
@@ -99,7 +100,7 @@ func (c *imageCluster) requestImage(t *testing.T, image, version string, force b
 // its message holds text; it returns the condition.
 func wantAccepted(t *testing.T, cv *configv1.ClusterVersion, status configv1.ConditionStatus, reason, text string) {
 	t.Helper()
-	c := findCondition(cv.Status.Conditions, ConditionReleaseAccepted)
+	c := clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionReleaseAccepted)
 	if c == nil || c.Status != status || c.Reason != reason || !strings.Contains(c.Message, text) {
 		t.Fatalf("ReleaseAccepted = %+v, want %s %s saying %q", c, status, reason, text)
 	}
@@ -126,7 +127,7 @@ func TestAReleaseByTagIsRefusedUnlessForced(t *testing.T) {
 
 	c.requestImage(t, tag, "", false)
 	out := c.sync(t)
-	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonRetrievePayload, "named by tag; name it by digest or set force")
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonRetrievePayload, "named by tag; name it by digest or set force")
 	if out.Applied != "1.0.0" {
 		t.Errorf("applied %q, want the current 1.0.0 reconciled", out.Applied)
 	}
@@ -135,7 +136,7 @@ func TestAReleaseByTagIsRefusedUnlessForced(t *testing.T) {
 	c.requestImage(t, tag, "", true)
 	c.sync(t)
 	cv := c.clusterVersion(t)
-	wantAccepted(t, cv, configv1.ConditionTrue, ReasonPayloadLoaded, `version="1.0.1"`)
+	wantAccepted(t, cv, configv1.ConditionTrue, clusterversion.ReasonPayloadLoaded, `version="1.0.1"`)
 	if cv.Status.Desired.Image != byDigest || cv.Status.History[0].Image != byDigest {
 		t.Errorf("desired image %q, history image %q; want the digest the tag named, %s", cv.Status.Desired.Image, cv.Status.History[0].Image, byDigest)
 	}
@@ -150,7 +151,7 @@ func TestAnImageWhoseVersionIsNotTheOneAskedIsRefused(t *testing.T) {
 	c.sign(t, image)
 	c.requestImage(t, image, "1.0.2", false)
 	c.sync(t)
-	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonVerifyPayloadVersion, "declares version 1.0.1, not the requested 1.0.2")
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonVerifyPayloadVersion, "declares version 1.0.1, not the requested 1.0.2")
 	c.wantStillOn100(t, "mismatched")
 }
 
@@ -162,7 +163,7 @@ func TestAMissingImageIsRefusedWithTheRegistrysMessage(t *testing.T) {
 	c.sign(t, missing)
 	c.requestImage(t, missing, "", false)
 	out := c.sync(t)
-	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonRetrievePayload, "MANIFEST_UNKNOWN")
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonRetrievePayload, "MANIFEST_UNKNOWN")
 	if out.RetrieveErr == nil || out.Applied != "1.0.0" {
 		t.Errorf("retrieve error %v, applied %q; want the failure and 1.0.0 reconciled", out.RetrieveErr, out.Applied)
 	}
@@ -174,7 +175,7 @@ func TestAnUnverifiedReleaseIsRefusedUntilSignedAndNothingOfItApplied(t *testing
 	image := c.publish(t, "1.0.1", "unsigned")
 	c.requestImage(t, image, "", false)
 	out := c.sync(t)
-	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonImageVerificationFailed, "The update cannot be verified: ")
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed, "The update cannot be verified: ")
 	if out.VerifyErr == nil {
 		t.Error("the outcome must carry the verification failure")
 	}
@@ -183,7 +184,7 @@ func TestAnUnverifiedReleaseIsRefusedUntilSignedAndNothingOfItApplied(t *testing
 	// Signed now: the retry waits its backoff, then goes through.
 	c.sign(t, image)
 	c.sync(t)
-	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonImageVerificationFailed, "The update cannot be verified: ")
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed, "The update cannot be verified: ")
 	c.clock.Step(retrieveBackoff)
 	c.sync(t)
 	cv := c.clusterVersion(t)
@@ -277,7 +278,7 @@ func TestABlackHoledRegistryNeverStallsASync(t *testing.T) {
 	default:
 	}
 	cv := c.clusterVersion(t)
-	wantAccepted(t, cv, configv1.ConditionUnknown, ReasonRetrievePayload, "Retrieving payload "+image)
+	wantAccepted(t, cv, configv1.ConditionUnknown, clusterversion.ReasonRetrievePayload, "Retrieving payload "+image)
 	if !c.exists("keep") || c.exists("held") || cv.Status.Desired.Version != "1.0.0" {
 		t.Errorf("while retrieving, 1.0.0 must be reconciled and nothing of 1.0.1 applied: keep %v, held %v, desired %s",
 			c.exists("keep"), c.exists("held"), cv.Status.Desired.Version)
@@ -308,7 +309,7 @@ func TestSpecSignatureStoresReplaceTheReleasesAndRebuildTheVerifier(t *testing.T
 
 	c.requestImage(t, image, "", false)
 	c.sync(t)
-	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonImageVerificationFailed, "the release's stores http://127.0.0.1:1")
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed, "the release's stores http://127.0.0.1:1")
 	c.wantStillOn100(t, "custom")
 
 	cv := c.clusterVersion(t)

@@ -13,6 +13,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
@@ -113,7 +114,7 @@ func TestAnUnverifiedImageIsRefusedBeforeAnythingOfItIsRead(t *testing.T) {
 	c.requestImage(t, image, "", false)
 	for _, try := range []string{"first", "retry"} {
 		out := c.sync(t)
-		wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonImageVerificationFailed, "The update cannot be verified: ")
+		wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed, "The update cannot be verified: ")
 		if out.VerifyErr == nil {
 			t.Errorf("%s: the outcome must carry the verification failure", try)
 		}
@@ -165,7 +166,7 @@ func TestForcingARefusedImageTakesItAtOnce(t *testing.T) {
 	image := c.publish(t, "1.0.1", "forcedlater")
 	c.requestImage(t, image, "", false)
 	c.sync(t)
-	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonImageVerificationFailed, "The update cannot be verified: ")
+	wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed, "The update cannot be verified: ")
 
 	c.requestImage(t, image, "", true)
 	c.sync(t)
@@ -190,7 +191,7 @@ func TestTheRunningReleaseStaysCachedWhateverIsRequested(t *testing.T) {
 		image := c.publish(t, v, "other-"+strings.ReplaceAll(v, ".", "-"))
 		c.requestImage(t, image, "9.9.9", true)
 		c.sync(t)
-		wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, ReasonVerifyPayloadVersion, "not the requested 9.9.9")
+		wantAccepted(t, c.clusterVersion(t), configv1.ConditionFalse, clusterversion.ReasonVerifyPayloadVersion, "not the requested 9.9.9")
 	}
 	if _, ok := c.op.cfg.Puller.Cached(imageDigest(running), ""); !ok {
 		t.Fatalf("the running release was evicted; the cache holds %v", c.cacheEntries(t))

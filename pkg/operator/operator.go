@@ -26,6 +26,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
@@ -205,8 +206,8 @@ type Operator struct {
 	verifier cachedVerifier
 	// features is the cluster's FeatureGate as last read.
 	features clusterFeatures
-	// acceptedRisks is spec.desiredUpdate.acceptRisks as last read.
-	acceptedRisks acceptedRiskCache
+	// observe reads what a decision needs.
+	observe *observer
 }
 
 // New validates cfg and returns an Operator on its clients.
@@ -238,7 +239,7 @@ func New(cfg Config) (*Operator, error) {
 	if cfg.Puller != nil {
 		images = newImageRetriever(cfg.Clock, cfg.Puller, cfg.ReleasePlatform)
 	}
-	return &Operator{
+	o := &Operator{
 		cfg: cfg, kube: cfg.KubeClient, config: cfg.ConfigClient, dynamic: cfg.DynamicClient,
 		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
@@ -247,7 +248,17 @@ func New(cfg Config) (*Operator, error) {
 		releases: map[string]*payload.Release{},
 		images:   images,
 		cvRef:    cfg.eventObject(),
-	}, nil
+	}
+	o.observe = &observer{kube: o.kube, config: o.config, dynamic: o.dynamic, engine: o.engine,
+		adminGates: cfg.AdminGates, adminAcks: cfg.AdminAcks, current: o.currentRelease,
+		target: func(cv *configv1.ClusterVersion) *payload.Release {
+			rel, err := o.loadRelease(targetVersion(cv), cv)
+			if err != nil {
+				return nil
+			}
+			return rel
+		}}
+	return o, nil
 }
 
 // NewForConfig builds the clients cfg leaves unset on the cluster rc points
@@ -374,7 +385,7 @@ func (o *Operator) loadOptionsFor(cv *configv1.ClusterVersion, release string) p
 	fg, _ := o.features.current()
 	opts := FeatureGateLoadOptions(*o.cfg.LoadOptions, fg, FeatureGateVersion(cv, release))
 	opts.Overrides = cv.Spec.Overrides
-	caps, _ := Capabilities(cv)
+	caps, _ := clusterversion.Capabilities(cv)
 	opts.Capabilities = caps.Status()
 	return opts
 }

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -38,15 +38,6 @@ func (p *progressThrottle) due(now time.Time, done int) bool {
 
 func (p *progressThrottle) wrote(now time.Time, done int) {
 	p.lastWrite, p.lastDone = now, done
-}
-
-// workingTowards is the Progressing message of an install or update.
-func workingTowards(version string, done, total int) string {
-	pct := 0
-	if total > 0 {
-		pct = done * 100 / total
-	}
-	return fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", version, done, total, pct)
 }
 
 // runPass runs the engine over rel and sends its events to events, when
@@ -141,9 +132,9 @@ func (r *progressReporter) run(ctx context.Context) {
 		r.throttle.wrote(now, done)
 		next := r.base.DeepCopy()
 		next.ResourceVersion = r.cv.ResourceVersion
-		next.Status.Conditions = setCondition(next.Status.Conditions, configv1.ClusterOperatorStatusCondition{
+		next.Status.Conditions = clusterversion.SetCondition(next.Status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: configv1.OperatorProgressing, Status: configv1.ConditionTrue,
-			Message: workingTowards(next.Status.Desired.Version, done, total)}, r.transition)
+			Message: clusterversion.WorkingTowards(next.Status.Desired.Version, done, total)}, r.transition)
 		written, err := r.o.updateStatus(ctx, r.cv, next)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Writing progress failed")

@@ -14,6 +14,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
 
@@ -59,7 +60,7 @@ func newSlowPass(t *testing.T, c *fakeCluster) *slowPass {
 	c.op.cfg.Sync.StrictOrder = true
 	c.config.PrependReactor("update", "clusterversions", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		cv := a.(clienttesting.UpdateAction).GetObject().(*configv1.ClusterVersion)
-		if p := findCondition(cv.Status.Conditions, configv1.OperatorProgressing); a.GetSubresource() == "status" && p != nil && p.Status == configv1.ConditionTrue {
+		if p := clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorProgressing); a.GetSubresource() == "status" && p != nil && p.Status == configv1.ConditionTrue {
 			s.progress = append(s.progress, p.Message)
 			if len(s.progress) == 1 {
 				close(s.written)

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
@@ -162,7 +163,7 @@ func (c *statusCollector) collectClusterVersion(gauge func(*prometheus.Desc, flo
 		target = configv1.Release{Version: du.Version, Image: du.Image}
 		gauge(c.clusterVersion, float64(mostRecentChange(cv).Unix()), "desired", du.Version, du.Image, completed.Version)
 	}
-	if f := findCondition(status.Conditions, ConditionFailing); f != nil && f.Status == configv1.ConditionTrue {
+	if f := clusterversion.FindCondition(status.Conditions, clusterversion.ConditionFailing); f != nil && f.Status == configv1.ConditionTrue {
 		gauge(c.clusterVersion, unixOrZero(&f.LastTransitionTime), "failure", target.Version, target.Image, completed.Version)
 	}
 	if len(status.History) > 0 && status.History[0].State == configv1.PartialUpdate {
@@ -205,7 +206,7 @@ func collectOperator(gauge func(*prometheus.Desc, float64, ...string), up, condi
 		}
 	}
 	isUp, reason := 0.0, reasonNoAvailableCondition
-	if a := findCondition(co.Status.Conditions, configv1.OperatorAvailable); a != nil {
+	if a := clusterversion.FindCondition(co.Status.Conditions, configv1.OperatorAvailable); a != nil {
 		reason = a.Reason
 		if a.Status == configv1.ConditionTrue {
 			isUp = 1
@@ -235,7 +236,7 @@ func conditionValue(s configv1.ConditionStatus) (float64, bool) {
 }
 
 func conditionIs(conds []configv1.ClusterOperatorStatusCondition, t configv1.ClusterStatusConditionType, s configv1.ConditionStatus) bool {
-	c := findCondition(conds, t)
+	c := clusterversion.FindCondition(conds, t)
 	return c != nil && c.Status == s
 }
 
@@ -315,7 +316,7 @@ func (c *statusCollector) operatorChanged(older, newer *configv1.ClusterOperator
 			continue
 		}
 		seen[o.Type] = true
-		if n := findCondition(newer.Status.Conditions, o.Type); n == nil || n.Status != o.Status {
+		if n := clusterversion.FindCondition(newer.Status.Conditions, o.Type); n == nil || n.Status != o.Status {
 			count(o.Type)
 		}
 	}

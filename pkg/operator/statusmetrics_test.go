@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -59,8 +60,8 @@ cluster_version{from_version="1.0.1",image="r:1.1.0",type="current",version="1.1
 		edit: func(cv *configv1.ClusterVersion) {
 			cv.Spec.DesiredUpdate = &configv1.Update{Version: "2.0.0"}
 			cv.Status.Conditions = []configv1.ClusterOperatorStatusCondition{
-				{Type: ConditionFailing, Status: configv1.ConditionTrue, LastTransitionTime: at(500)},
-				{Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, LastTransitionTime: at(450)},
+				{Type: clusterversion.ConditionFailing, Status: configv1.ConditionTrue, LastTransitionTime: at(500)},
+				{Type: clusterversion.ConditionReleaseAccepted, Status: configv1.ConditionFalse, LastTransitionTime: at(450)},
 			}
 		},
 		want: `
@@ -107,7 +108,7 @@ func TestClusterVersionConditionsAreVersionOperatorSeries(t *testing.T) {
 		Conditions: []configv1.ClusterOperatorStatusCondition{
 			{Type: configv1.OperatorAvailable, Status: configv1.ConditionTrue, Reason: "AsExpected"},
 			{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionFalse, Reason: "ResourceDeletionFailed"},
-			{Type: ConditionFailing, Status: configv1.ConditionFalse},
+			{Type: clusterversion.ConditionFailing, Status: configv1.ConditionFalse},
 			// Unknown: the CVO exports no series.
 			{Type: configv1.RetrievedUpdates, Status: configv1.ConditionUnknown, Reason: "Soon"},
 		},

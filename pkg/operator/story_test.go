@@ -14,6 +14,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 )
@@ -50,7 +51,7 @@ func storyStore(t *testing.T) *DirStore {
 // message holds every fragment.
 func wantCondition(t *testing.T, cv *configv1.ClusterVersion, ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason string, fragments ...string) {
 	t.Helper()
-	c := findCondition(cv.Status.Conditions, ct)
+	c := clusterversion.FindCondition(cv.Status.Conditions, ct)
 	if c == nil {
 		t.Fatalf("no %s condition in %+v", ct, cv.Status.Conditions)
 	}
@@ -69,7 +70,7 @@ func wantSettled(t *testing.T, cv *configv1.ClusterVersion, version string) {
 	t.Helper()
 	wantCondition(t, cv, configv1.OperatorAvailable, configv1.ConditionTrue, "", "Done applying "+version)
 	wantCondition(t, cv, configv1.OperatorProgressing, configv1.ConditionFalse, "", "Cluster version is "+version)
-	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
+	wantCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionFalse, "")
 }
 
 // wantHistory checks the versions of status.history, newest first, and
@@ -116,7 +117,7 @@ func (c *fakeCluster) acceptUpdate(t *testing.T, version, object string) *config
 		t.Fatalf("%s must be accepted and applied: refused %v, mode %s, errors %v", version, out.Refused, out.Mode, out.Result.Errors)
 	}
 	cv := c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, fmt.Sprintf("Payload loaded version=%q", version))
+	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionTrue, clusterversion.ReasonPayloadLoaded, fmt.Sprintf("Payload loaded version=%q", version))
 	wantSettled(t, cv, version)
 	return cv
 }
@@ -130,8 +131,8 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 		t.Fatalf("install: mode %s, result %+v", out.Mode, out.Result)
 	}
 	cv := c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionTrue, ReasonPayloadLoaded, `Payload loaded version="1.0.0"`)
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
+	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionTrue, clusterversion.ReasonPayloadLoaded, `Payload loaded version="1.0.0"`)
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, clusterversion.ReasonAsExpected)
 	wantSettled(t, cv, "1.0.0")
 	wantHistory(t, cv, "1.0.0")
 	if cv.Status.Desired.Version != "1.0.0" || !strings.HasPrefix(cv.Status.Desired.Image, "file:///") {
@@ -144,7 +145,7 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 
 	t.Log("update to 1.0.1: the held delete stays pending, the one paced behind it waits")
 	cv = c.acceptUpdate(t, "1.0.1", "keep")
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress,
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeletionInProgress,
 		"ConfigMap/demo/held (finalizers: example.com/hold); waiting behind them: ConfigMap/demo/first")
 	wantHistory(t, cv, "1.0.1", "1.0.0")
 	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.0.1", "Normal DeleteRequested Delete requested for ConfigMap/demo/held")
@@ -159,9 +160,9 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 		t.Fatalf("refused %v, applied %q in mode %s; want 1.1.0 refused and 1.0.1 reconciled", out.Refused, out.Applied, out.Mode)
 	}
 	cv = c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks,
+	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks,
 		`Preconditions failed for payload loaded version="1.1.0"`, "ResourceDeletionInProgress")
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress)
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeletionInProgress)
 	wantSettled(t, cv, "1.0.1")
 	wantHistory(t, cv, "1.0.1", "1.0.0")
 	if cv.Status.Desired.Version != "1.0.1" || c.exists("minor") {
@@ -181,7 +182,7 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 
 	t.Log("a z-stream update is accepted while the delete is pending")
 	cv = c.acceptUpdate(t, "1.0.2", "z-stream")
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeletionInProgress, "ConfigMap/demo/held")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeletionInProgress, "ConfigMap/demo/held")
 	wantHistory(t, cv, "1.0.2", "1.0.1", "1.0.0")
 	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.0.2")
 
@@ -195,7 +196,7 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 		t.Error("the paced delete must have been issued once the held object was gone")
 	}
 	cv = c.clusterVersion(t)
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, clusterversion.ReasonAsExpected)
 	wantSettled(t, cv, "1.0.2")
 	wantEvents(t, c.takeEvents(),
 		"Normal DeleteCompleted Delete of ConfigMap/demo/held completed.",
@@ -204,7 +205,7 @@ func TestSyncUpdateStoryWithPendingDeletes(t *testing.T) {
 
 	t.Log("now the minor update is accepted")
 	cv = c.acceptUpdate(t, "1.1.0", "minor")
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, ReasonAsExpected)
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionTrue, clusterversion.ReasonAsExpected)
 	wantHistory(t, cv, "1.1.0", "1.0.2", "1.0.1", "1.0.0")
 	wantEvents(t, c.takeEvents(), "Normal UpdateAccepted Accepted release 1.1.0")
 }
@@ -222,7 +223,7 @@ func TestSyncAnnouncesAnUnloadableTargetOnce(t *testing.T) {
 		t.Fatalf("load error %v, applied %q; want 1.0.9 rejected and 1.0.0 reconciled", out.LoadErr, out.Applied)
 	}
 	cv := c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonLoadPayload,
+	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonLoadPayload,
 		"Release 1.0.9 is rejected: release 1.0.9 is not in the release store")
 	wantSettled(t, cv, "1.0.0")
 	wantEvents(t, c.takeEvents(), "Warning PayloadRejected Release 1.0.9 is rejected")
@@ -266,7 +267,7 @@ func TestSyncRefusesAMinorUpdateThatCarriesTheCurrentReleasesDeletes(t *testing.
 		t.Fatalf("refused %v, applied %q; want 1.1.0 refused and nothing of it applied", out.Refused, out.Applied)
 	}
 	cv := c.clusterVersion(t)
-	wantCondition(t, cv, ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks,
+	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks,
 		"DeleteManifestsCarriedAcrossMinor", "0000_50_demo_01_old.yaml:1 (ConfigMap/demo/old)", "that 1.0.2 carried")
 	wantEvents(t, c.takeEvents(), "Warning PreconditionBlock Update to 1.1.0 refused")
 
@@ -311,8 +312,8 @@ func TestSyncReportsAnUnreadableLedgerAndKeepsApplying(t *testing.T) {
 		t.Fatalf("result %+v: the pass must apply, report the ledger and delete nothing", out.Result)
 	}
 	cv := c.clusterVersion(t)
-	wantCondition(t, cv, ConditionFailing, configv1.ConditionTrue, ReasonDeleteLedgerUnreadable, "configmap ns/ledger", "no delete starts until it is repaired")
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonDeleteLedgerUnreadable)
+	wantCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionTrue, clusterversion.ReasonDeleteLedgerUnreadable, "configmap ns/ledger", "no delete starts until it is repaired")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeleteLedgerUnreadable)
 	if cv.Status.History[0].State != configv1.PartialUpdate {
 		t.Errorf("history[0] = %s %s, want 1.0.1 still partial", cv.Status.History[0].Version, cv.Status.History[0].State)
 	}
@@ -329,7 +330,7 @@ func TestSyncReportsAnUnreadableLedgerAndKeepsApplying(t *testing.T) {
 		t.Fatalf("mode %s, deletes %+v: the repaired ledger lets the update's deletes start", out.Mode, out.Result.Deletes)
 	}
 	cv = c.clusterVersion(t)
-	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
+	wantCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionFalse, "")
 	wantHistory(t, cv, "1.0.1", "1.0.0")
 }
 
@@ -348,8 +349,8 @@ func TestSyncReportsAnUnreadableCleanupStateAndKeepsApplying(t *testing.T) {
 		t.Fatalf("result %+v: the pass must apply and report the cleanup state", out.Result)
 	}
 	cv := c.clusterVersion(t)
-	wantCondition(t, cv, ConditionFailing, configv1.ConditionTrue, ReasonOperandCleanupStateUnreadable, "configmap ns/cleanups", "Repairing the operand cleanup state")
-	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, ReasonOperandCleanupStateUnreadable)
+	wantCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionTrue, clusterversion.ReasonOperandCleanupStateUnreadable, "configmap ns/cleanups", "Repairing the operand cleanup state")
+	wantCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonOperandCleanupStateUnreadable)
 	if cm, _ := kube.CoreV1().ConfigMaps("ns").Get(ctx, "cleanups", metav1.GetOptions{}); cm.Data["records.json"] != "[{},{" {
 		t.Errorf("the unreadable ConfigMap was overwritten: %v", cm.Data)
 	}
@@ -362,8 +363,8 @@ func TestSyncReportsAnUnreadableCleanupStateAndKeepsApplying(t *testing.T) {
 		t.Fatalf("still unreadable after the repair: %v", out.Result.CleanupErr)
 	}
 	cv = c.clusterVersion(t)
-	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
-	if u := findCondition(cv.Status.Conditions, configv1.OperatorUpgradeable); u != nil && u.Reason == ReasonOperandCleanupStateUnreadable {
+	wantCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionFalse, "")
+	if u := clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorUpgradeable); u != nil && u.Reason == clusterversion.ReasonOperandCleanupStateUnreadable {
 		t.Errorf("Upgradeable still says %s", u.Reason)
 	}
 }

@@ -1,12 +1,10 @@
 package operator
 
 import (
+	"cmp"
 	"context"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -20,7 +18,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
-	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
@@ -41,7 +39,7 @@ type Outcome struct {
 	// Refused is set when a blocking precondition refused Target.
 	Refused error
 	// Verdict is Judge's on Target, nil when Target could not be loaded.
-	Verdict *Verdict
+	Verdict *clusterversion.Verdict
 	// Retrieving is set while Target's release image is being retrieved.
 	Retrieving bool
 	// RetrieveErr is set when Target's release image cannot be retrieved.
@@ -65,14 +63,14 @@ type Outcome struct {
 	Invalid field.ErrorList
 }
 
-// Sync runs one reconcile of the ClusterVersion: pick the target, check it,
-// apply it, and write status only when it changed. events, when set,
-// receives the engine's progress.
+// Sync runs one reconcile of the ClusterVersion: observe, decide, apply,
+// observe what the pass changed, and write status only when it changed.
+// events, when set, receives the engine's progress.
 func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcome, error) {
 	o.syncMu.Lock()
 	defer o.syncMu.Unlock()
-	logger := klog.FromContext(ctx)
 	start := o.clock.Now()
+	now := metav1.NewTime(start)
 
 	cv, err := o.config.ConfigV1().ClusterVersions().Get(ctx, o.cfg.Name, metav1.GetOptions{})
 	if err != nil {
@@ -83,51 +81,25 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	}
 	original := cv.DeepCopy()
 	status := &cv.Status
-	now := metav1.NewTime(start)
 	o.refreshFeatureGate(ctx)
-	invalid := checkSpec(cv, now)
+	invalid := clusterversion.CheckSpec(cv, now)
 	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
 	o.pinReleases(ctx, cv)
 	o.setCapabilities(ctx, cv, now)
-
 	if out.Target == "" && requestedImage(cv) == "" {
-		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
-			Type: ConditionFailing, Status: configv1.ConditionTrue, Reason: ReasonNoDesiredUpdate,
+		status.Conditions = clusterversion.SetCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: clusterversion.ConditionFailing, Status: configv1.ConditionTrue, Reason: clusterversion.ReasonNoDesiredUpdate,
 			Message: "No release is requested: set spec.desiredUpdate.version or spec.desiredUpdate.image"}, now)
 		return out, o.writeStatus(ctx, original, cv)
 	}
 
-	// Upgradeable must be current before a new target is judged by it.
-	if err := o.engine.RefreshDeletes(ctx); err != nil {
-		logger.Error(err, "Refreshing deletes failed")
-	}
-	deletes, err := o.engine.Deletes(ctx, o.cfg.Sync.StuckAfter)
-	var unreadable *deletion.UnreadableError
-	switch {
-	case errors.As(err, &unreadable):
-		// Reported as Failing after the pass, which still applies.
-		out.LedgerErr = err
-	case err != nil:
+	obs, err := o.observeBefore(ctx, cv, out, now)
+	if err != nil {
 		return nil, err
-	}
-	cleanups, err := o.engine.Cleanups(ctx)
-	switch {
-	case errors.As(err, &unreadable):
-		// As for the ledger: reported after the pass, which still applies.
-		out.CleanupErr = err
-	case err != nil:
-		return nil, err
-	}
-	// Only a target Judge checks needs Upgradeable before the walk; the
-	// pass observes it once more after the walk either way.
-	judging := out.Target == "" || out.Target != status.Desired.Version || len(status.History) == 0
-	if judging {
-		o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
 	}
 	view := o.refreshUpdates(ctx, cv, out.Target, now, true)
-
 	running := status.Desired.Version
-	rel := o.acceptTarget(ctx, cv, out, view, now)
+	rel := o.acceptTarget(ctx, cv, out, view, obs, now)
 	if status.Desired.Version != running {
 		// Ask the graph about the new version at once, and list none of
 		// the old version's updates meanwhile.
@@ -139,30 +111,15 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		}
 	}
 	if rel == nil {
-		if !judging {
-			o.setUpgradeable(ctx, cv, deletes, cleanups, out, now)
+		if obs.Upgradeable == nil {
+			up := o.observe.upgradeable(ctx, cv)
+			obs.Upgradeable = &up
+			o.setUpgradeable(cv, obs, out, now)
 		}
 		return out, o.writeStatus(ctx, original, cv)
 	}
-	out.Applied = rel.Version
-	out.Mode = modeFor(status.History, status.Desired)
-	opts := o.cfg.Sync
-	opts.Mode = out.Mode
-	if out.Mode == graph.ModeReconcile {
-		o.attempt++
-	} else {
-		o.attempt = 0
-	}
-	opts.Attempt = o.attempt
-	opts.OperandCleanup = cleanup.PolicyOf(cv.Annotations)
-	// The force that accepted the update also lets its CRD updates past
-	// the findings it accepted.
-	opts.Force = out.Mode == graph.ModeUpdate && cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
-	if current := precondition.LastCompletedVersion(status.History); current != "" && out.Mode == graph.ModeUpdate {
-		kind, err := precondition.Classify(current, rel.Version)
-		opts.Rollback = err == nil && kind == precondition.UpdateRollback
-	}
-	res, written, err := o.runPass(ctx, cv, rel, opts, events, now)
+
+	res, written, err := o.applyRelease(ctx, cv, rel, out, events, now)
 	if err != nil {
 		return nil, err
 	}
@@ -173,39 +130,51 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		original = written
 		cv.ResourceVersion = written.ResourceVersion
 	}
-	out.Result = res
-	// An update whose deletes could not even be claimed stays in progress,
-	// so that the pass after the ledger's repair is still an update and
-	// starts them.
-	if res.Complete() && (res.LedgerErr == nil || out.Mode != graph.ModeUpdate) {
-		completing := len(status.History) > 0 && status.History[0].State != configv1.CompletedUpdate
-		status.History = completeHistory(status.History, now)
-		if completing {
-			o.pruneImageCache(ctx, cv)
-			// The graph may have changed while the update ran.
-			o.graphs.readAgain()
-		}
+	out.Result, out.CleanupErr = res, res.CleanupErr
+	pass := passOf(res)
+	// Observed again: Upgradeable sees what the pass applied.
+	obs.CV = cv
+	up := o.observe.upgradeable(ctx, cv)
+	obs.Upgradeable = &up
+	next, completed := clusterversion.Status(obs, rel, pass, now)
+	cv.Status = next
+	out.Upgradeable = *clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorUpgradeable)
+	if completed {
+		o.pruneImageCache(ctx, cv)
+		// The graph may have changed while the update ran.
+		o.graphs.readAgain()
 	}
-	out.CleanupErr = res.CleanupErr
-	o.setUpgradeable(ctx, cv, res.Deletes, res.Cleanups, out, now)
-	progressConditions(status, res, now)
-	if len(invalid) > 0 {
-		progressingWhileInvalid(status, now)
-	}
-	if res.CleanupErr != nil {
-		status.Conditions = setCondition(status.Conditions, cleanupStateUnreadable(res.CleanupErr), now)
-	}
-	if res.LedgerErr != nil {
-		// The ledger's holds every delete back: it is the one to repair first.
-		status.Conditions = setCondition(status.Conditions, ledgerUnreadable(res.LedgerErr), now)
-	}
-	o.setCleanupCondition(cv, res.Cleanups, now)
-	status.ObservedGeneration = cv.Generation
-	status.VersionHash = versionHash(rel)
 	if o.metrics != nil {
+		o.metrics.observeDeletes(res.Deletes, up.Operators)
+		o.metrics.observeCleanups(res.Cleanups)
 		o.metrics.observeSync(o.clock.Since(start), res)
 	}
 	return out, o.writeStatus(ctx, original, cv)
+}
+
+// observeBefore reads what the pass's decisions need before it runs: the
+// engine's deletes and cleanups, and, when a target is to be judged, the
+// cluster's Upgradeable state, which it writes as decided.
+func (o *Operator) observeBefore(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, now metav1.Time) (clusterversion.Observed, error) {
+	if err := o.engine.RefreshDeletes(ctx); err != nil {
+		klog.FromContext(ctx).Error(err, "Refreshing deletes failed")
+	}
+	obs := clusterversion.Observed{CV: cv, Invalid: len(out.Invalid) > 0,
+		CleanupStallAfter: cmp.Or(o.cfg.OperandCleanupStallAfter, apply.DefaultStuckAfter)}
+	var err error
+	if obs.Deletes, err = o.observe.deletes(ctx, o.cfg.Sync.StuckAfter); err != nil {
+		return obs, err
+	}
+	// Reported as Failing after the pass, which still applies.
+	out.LedgerErr, out.CleanupErr = obs.Deletes.LedgerErr, obs.Deletes.CleanupErr
+	// Only a target Judge checks needs Upgradeable before the walk; the
+	// pass observes it once more after the walk either way.
+	if out.Target == "" || out.Target != cv.Status.Desired.Version || len(cv.Status.History) == 0 {
+		up := o.observe.upgradeable(ctx, cv)
+		obs.Upgradeable = &up
+		o.setUpgradeable(cv, obs, out, now)
+	}
+	return obs, nil
 }
 
 // targetVersion is the version the spec asks for, or the one already
@@ -223,10 +192,10 @@ func targetVersion(cv *configv1.ClusterVersion) string {
 	return cv.Status.Desired.Version
 }
 
-// acceptTarget loads a new target and runs the preconditions. It returns
-// the release to apply, or nil when the target was refused or unloadable and
+// acceptTarget loads a new target and decides on it. It returns the
+// release to apply, or nil when the target was refused or unloadable and
 // the current release should be reconciled instead.
-func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, view graphView, now metav1.Time) *payload.Release {
+func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, view graphView, obs clusterversion.Observed, now metav1.Time) *payload.Release {
 	status := &cv.Status
 	t := o.resolveTarget(ctx, cv, out, now)
 	if t == nil {
@@ -238,75 +207,89 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 		out.Target = rel.Version
 	}
 	accepted := configv1.ClusterOperatorStatusCondition{
-		Type: ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: ReasonPayloadLoaded,
+		Type: clusterversion.ConditionReleaseAccepted, Status: configv1.ConditionTrue, Reason: clusterversion.ReasonPayloadLoaded,
 		Message: fmt.Sprintf("Payload loaded version=%q", rel.Version)}
-	judged := cv
-	if len(view.pending) > 0 && len(cv.Status.ConditionalUpdates) == 0 {
-		// No answer for the cluster's version yet: a target that the last
-		// answer makes a conditional update is judged by its risks, never
-		// as unknown.
-		c := *cv
-		c.Status.ConditionalUpdates = view.pending
-		judged = &c
-	}
-	verdict := Judge(ctx, o.engine, judged, out.Target, rel, view.deprecated)
+	target, _ := o.observe.targetChecks(ctx, cv, rel, forces(cv, out.Target), view.deprecated)
+	target.Version = out.Target
+	obs.CV, obs.Target, obs.Pending = cv, &target, view.pending
+	verdict := clusterversion.Decide(obs, now).Verdict
 	out.Verdict = &verdict
 	if !verdict.Checked {
 		// Already the target: also clears a refusal of a target that was
 		// withdrawn since.
-		status.Conditions = setCondition(status.Conditions, accepted, now)
+		status.Conditions = clusterversion.SetCondition(status.Conditions, accepted, now)
 		return rel
 	}
 	if verdict.Blocking {
 		out.Refused = verdict.Summary
-		o.rejectTarget(cv, ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, verdict.Summary),
+		o.rejectTarget(cv, clusterversion.ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, verdict.Summary),
 			"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, verdict.Summary), now)
 		return nil
 	}
 	rel, err := o.enableImplicitCapabilities(ctx, cv, rel, now)
 	if err != nil {
 		out.Refused = err
-		o.rejectTarget(cv, ReasonCurrentReleaseUnreadable, fmt.Sprintf("Update to payload loaded version=%q refused: %v", out.Target, err),
+		o.rejectTarget(cv, clusterversion.ReasonCurrentReleaseUnreadable, fmt.Sprintf("Update to payload loaded version=%q refused: %v", out.Target, err),
 			"UpdateRefused", fmt.Sprintf("Update to %s refused: %v", out.Target, err), now)
 		return nil
 	}
 	if t.risk != "" {
 		out.AcceptedRisks = t.risk
-		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, ReasonImageVerificationFailed, t.risk)
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, clusterversion.ReasonImageVerificationFailed, t.risk)
 	}
 	if verdict.Summary != nil {
 		out.AcceptedRisks = strings.TrimPrefix(out.AcceptedRisks+"\n"+verdict.Message, "\n")
 		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, "PreconditionWarn", fmt.Sprintf("Update to %s accepted with risks: %v", out.Target, verdict.Summary))
 	}
 	status.Desired = configv1.Release{Version: rel.Version, Image: t.image, URL: configv1.URL(rel.URL), Channels: rel.Channels}
-	status.History = startHistory(status.History, status.Desired, now, out.AcceptedRisks)
+	status.History = clusterversion.StartHistory(status.History, status.Desired, now, out.AcceptedRisks)
 	status.History[0].Verified = t.verified
-	status.Conditions = setCondition(status.Conditions, accepted, now)
+	status.Conditions = clusterversion.SetCondition(status.Conditions, accepted, now)
 	o.recorder.Event(o.cvRef, corev1.EventTypeNormal, "UpdateAccepted", fmt.Sprintf("Accepted release %s", rel.Version))
 	return rel
+}
+
+// applyRelease runs the engine over rel in the mode the history gives.
+func (o *Operator) applyRelease(ctx context.Context, cv *configv1.ClusterVersion, rel *payload.Release, out *Outcome,
+	events chan<- apply.Event, now metav1.Time) (*apply.SyncResult, *configv1.ClusterVersion, error) {
+	status := &cv.Status
+	out.Applied = rel.Version
+	out.Mode = clusterversion.ModeFor(status.History, status.Desired)
+	opts := o.cfg.Sync
+	opts.Mode = out.Mode
+	if out.Mode == graph.ModeReconcile {
+		o.attempt++
+	} else {
+		o.attempt = 0
+	}
+	opts.Attempt = o.attempt
+	opts.OperandCleanup = cleanup.PolicyOf(cv.Annotations)
+	// The force that accepted the update also lets its CRD updates past
+	// the findings it accepted.
+	opts.Force = out.Mode == graph.ModeUpdate && cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force
+	if current := precondition.LastCompletedVersion(status.History); current != "" && out.Mode == graph.ModeUpdate {
+		kind, err := precondition.Classify(current, rel.Version)
+		opts.Rollback = err == nil && kind == precondition.UpdateRollback
+	}
+	return o.runPass(ctx, cv, rel, opts, events, now)
 }
 
 // rejectTarget sets ReleaseAccepted=False and records a warning Event only
 // when the condition changes, so that a target refused every pass is
 // announced once.
 func (o *Operator) rejectTarget(cv *configv1.ClusterVersion, reason, message, eventReason, eventMessage string, now metav1.Time) {
-	rejected := configv1.ClusterOperatorStatusCondition{Type: ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: reason, Message: message}
-	if c := findCondition(cv.Status.Conditions, ConditionReleaseAccepted); c == nil || c.Status != rejected.Status || c.Message != rejected.Message {
+	rejected := configv1.ClusterOperatorStatusCondition{Type: clusterversion.ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: reason, Message: message}
+	if c := clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionReleaseAccepted); c == nil || c.Status != rejected.Status || c.Message != rejected.Message {
 		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, eventReason, eventMessage)
 	}
-	cv.Status.Conditions = setCondition(cv.Status.Conditions, rejected, now)
+	cv.Status.Conditions = clusterversion.SetCondition(cv.Status.Conditions, rejected, now)
 }
 
-// setUpgradeable observes the cluster now and writes the Upgradeable it
-// decides, with the pass's deletes and cleanups.
-func (o *Operator) setUpgradeable(ctx context.Context, cv *configv1.ClusterVersion, deletes deletion.Summary, cleanups []cleanup.Record, out *Outcome, now metav1.Time) {
-	obs := o.observeUpgradeable(ctx, cv)
-	c := decideUpgradeable(obs, upgradeablePass{Deletes: deletes, Cleanups: cleanups, LedgerErr: out.LedgerErr, CleanupErr: out.CleanupErr}, cv.Spec.Overrides)
-	cv.Status.Conditions = setCondition(cv.Status.Conditions, c, now)
+// setUpgradeable writes the Upgradeable that obs decides.
+func (o *Operator) setUpgradeable(cv *configv1.ClusterVersion, obs clusterversion.Observed, out *Outcome, now metav1.Time) {
+	c := clusterversion.Decide(obs, now).Upgradeable
+	cv.Status.Conditions = clusterversion.SetCondition(cv.Status.Conditions, c, now)
 	out.Upgradeable = c
-	if o.metrics != nil {
-		o.metrics.observeDeletes(deletes, obs.Operators)
-	}
 }
 
 // writeStatus updates status only when it changed: a no-op resync writes nothing.
@@ -360,13 +343,17 @@ func (o *Operator) imageFor(rel *payload.Release) string {
 	return "file://" + rel.Dir
 }
 
-// versionHash fingerprints the manifests a release applies.
-func versionHash(rel *payload.Release) string {
-	h := fnv.New64a()
-	var b [8]byte
-	for _, m := range rel.Manifests {
-		binary.LittleEndian.PutUint64(b[:], m.Hash())
-		_, _ = h.Write(b[:])
+// passOf is what status needs of the engine's pass.
+func passOf(res *apply.SyncResult) *clusterversion.Pass {
+	p := &clusterversion.Pass{Mode: res.Mode, Done: res.Done, Total: res.Total, Complete: res.Complete(),
+		Deletes: res.Deletes, Cleanups: res.Cleanups, LedgerErr: res.LedgerErr, CleanupErr: res.CleanupErr}
+	for _, err := range res.Errors {
+		var te *apply.TaskError
+		if !errors.As(err, &te) {
+			te = &apply.TaskError{Reason: apply.ReasonFailed, Effect: apply.EffectFail, Message: err.Error(), Err: err}
+		}
+		p.Failures = append(p.Failures, clusterversion.Failure{Reason: string(te.Reason), Message: te.Error(),
+			Subject: te.Subject.String(), Wait: te.Effect == apply.EffectNone})
 	}
-	return base64.URLEncoding.EncodeToString(h.Sum(nil))
+	return p
 }

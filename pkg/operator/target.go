@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 	"github.com/payload-applier/payload-applier/pkg/signature"
@@ -89,11 +90,11 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 	switch {
 	case a == nil:
 		out.Retrieving = true
-		status.Conditions = setCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
-			Type: ConditionReleaseAccepted, Status: configv1.ConditionUnknown, Reason: ReasonRetrievePayload,
+		status.Conditions = clusterversion.SetCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: clusterversion.ConditionReleaseAccepted, Status: configv1.ConditionUnknown, Reason: clusterversion.ReasonRetrievePayload,
 			Message: fmt.Sprintf("Retrieving payload %s", image)}, now)
 		return nil
-	case a.stage == ReasonRetrievePayload:
+	case a.stage == clusterversion.ReasonRetrievePayload:
 		o.rejectRetrieve(cv, out, a.err, now)
 		return nil
 	case a.err != nil:
@@ -103,14 +104,14 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 		// Refused before anything of the image was read.
 		out.VerifyErr = a.verifyErr
 		msg := verifyMessage(a.verifyErr)
-		o.rejectTarget(cv, ReasonImageVerificationFailed, msg, ReasonImageVerificationFailed, msg, now)
+		o.rejectTarget(cv, clusterversion.ReasonImageVerificationFailed, msg, clusterversion.ReasonImageVerificationFailed, msg, now)
 		return nil
 	}
 	want := out.Target
 	if want != "" && a.release.Version != want {
 		out.LoadErr = fmt.Errorf("release image %s declares version %s, not the requested %s", a.image, a.release.Version, want)
 		msg := fmt.Sprintf("Release image %s is rejected: %v", image, out.LoadErr)
-		o.rejectTarget(cv, ReasonVerifyPayloadVersion, msg, "VerifyPayloadVersionFailed", msg, now)
+		o.rejectTarget(cv, clusterversion.ReasonVerifyPayloadVersion, msg, "VerifyPayloadVersionFailed", msg, now)
 		return nil
 	}
 	if sameImage(a.image, status.Desired.Image) {
@@ -135,8 +136,8 @@ func (o *Operator) currentTarget(ctx context.Context, cv *configv1.ClusterVersio
 	switch {
 	case errors.Is(err, errRetrieving):
 		out.Retrieving = true
-		cv.Status.Conditions = setCondition(cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{
-			Type: ConditionReleaseAccepted, Status: configv1.ConditionUnknown, Reason: ReasonRetrievePayload,
+		cv.Status.Conditions = clusterversion.SetCondition(cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{
+			Type: clusterversion.ConditionReleaseAccepted, Status: configv1.ConditionUnknown, Reason: clusterversion.ReasonRetrievePayload,
 			Message: fmt.Sprintf("Retrieving payload %s", cv.Status.Desired.Image)}, now)
 		return nil
 	case err != nil:
@@ -149,7 +150,7 @@ func (o *Operator) currentTarget(ctx context.Context, cv *configv1.ClusterVersio
 func (o *Operator) rejectLoad(cv *configv1.ClusterVersion, out *Outcome, err error, now metav1.Time) {
 	out.LoadErr = err
 	msg := fmt.Sprintf("Release %s is rejected: %v", cmp.Or(out.Target, requestedImage(cv)), err)
-	o.rejectTarget(cv, ReasonLoadPayload, msg, "PayloadRejected", msg, now)
+	o.rejectTarget(cv, clusterversion.ReasonLoadPayload, msg, "PayloadRejected", msg, now)
 }
 
 // rejectRetrieve shows err, the registry's own message when it answered,
@@ -157,7 +158,7 @@ func (o *Operator) rejectLoad(cv *configv1.ClusterVersion, out *Outcome, err err
 func (o *Operator) rejectRetrieve(cv *configv1.ClusterVersion, out *Outcome, err error, now metav1.Time) {
 	out.RetrieveErr = err
 	msg := fmt.Sprintf("Retrieving payload failed: %v", err)
-	o.rejectTarget(cv, ReasonRetrievePayload, msg, "RetrievePayloadFailed", msg, now)
+	o.rejectTarget(cv, clusterversion.ReasonRetrievePayload, msg, "RetrievePayloadFailed", msg, now)
 }
 
 // requestedImage is spec.desiredUpdate.image, "" when the spec names none.

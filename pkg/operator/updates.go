@@ -9,17 +9,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
-
-// ConditionReleaseDeprecated is True while the cluster runs a release the
-// update graph marks deprecated.
-const ConditionReleaseDeprecated configv1.ClusterStatusConditionType = "ReleaseDeprecated"
-
-// ReasonRetrieving is RetrievedUpdates=Unknown's while the graph has not
-// answered for the cluster's version, channel and upstream.
-const ReasonRetrieving = "Retrieving"
 
 // graphQuery is what the operator asks the update graph about a cluster.
 type graphQuery struct {
@@ -111,8 +104,8 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	source, version := query.source, query.version
 	if source == nil {
 		o.clearUpdates(status)
-		status.Conditions = removeCondition(status.Conditions, configv1.RetrievedUpdates)
-		status.Conditions = removeCondition(status.Conditions, ConditionReleaseDeprecated)
+		status.Conditions = clusterversion.RemoveCondition(status.Conditions, configv1.RetrievedUpdates)
+		status.Conditions = clusterversion.RemoveCondition(status.Conditions, clusterversion.ConditionReleaseDeprecated)
 		o.metrics.observeDeprecation(version, false)
 		return graphView{}
 	}
@@ -126,7 +119,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		// The answer to a new query is on its way and wakes a sync when
 		// it comes; an answer for another version never stands in for it.
 		o.clearUpdates(status)
-		retrieved.Status, retrieved.Reason = configv1.ConditionUnknown, ReasonRetrieving
+		retrieved.Status, retrieved.Reason = configv1.ConditionUnknown, clusterversion.ReasonRetrieving
 		retrieved.Message = fmt.Sprintf("Retrieving the available updates of %s in the %q channel from %s.", version, channel, source)
 	case latest.err != nil:
 		retrieved.Reason = updategraph.ReasonOf(latest.err)
@@ -162,7 +155,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 			"Choose another channel in spec.channel, or update to a release by version.", version, channel, source)
 	}
 	if retrieved.Type != "" {
-		status.Conditions = setCondition(status.Conditions, retrieved, now)
+		status.Conditions = clusterversion.SetCondition(status.Conditions, retrieved, now)
 	}
 	var view graphView
 	// Only the inline call's view judges a target; the pending risks are
@@ -173,14 +166,14 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 
 	known := good.graph
 	if known == nil {
-		status.Conditions = removeCondition(status.Conditions, ConditionReleaseDeprecated)
+		status.Conditions = clusterversion.RemoveCondition(status.Conditions, clusterversion.ConditionReleaseDeprecated)
 		return view
 	}
 	deprecations := known.Deprecations()
 	view.deprecated = deprecations
 	msg, deprecated := deprecations[version]
-	c := configv1.ClusterOperatorStatusCondition{Type: ConditionReleaseDeprecated, Status: configv1.ConditionFalse,
-		Reason: ReasonAsExpected, Message: fmt.Sprintf("Release %s is not deprecated.", version)}
+	c := configv1.ClusterOperatorStatusCondition{Type: clusterversion.ConditionReleaseDeprecated, Status: configv1.ConditionFalse,
+		Reason: clusterversion.ReasonAsExpected, Message: fmt.Sprintf("Release %s is not deprecated.", version)}
 	if deprecated {
 		c.Status, c.Reason = configv1.ConditionTrue, precondition.ReasonReleaseDeprecated
 		c.Message = fmt.Sprintf("Release %s is deprecated; update to another release.", version)
@@ -188,7 +181,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 			c.Message = fmt.Sprintf("Release %s is deprecated: %s", version, msg)
 		}
 	}
-	status.Conditions = setCondition(status.Conditions, c, now)
+	status.Conditions = clusterversion.SetCondition(status.Conditions, c, now)
 	o.metrics.observeDeprecation(version, deprecated)
 	return view
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
@@ -50,7 +51,7 @@ func TestSyncReadsTheUpdateGraph(t *testing.T) {
 	if out := c.sync(t); out.Refused == nil || c.exists("keep") {
 		t.Fatalf("refused %v: an install of a deprecated release must be refused and apply nothing", out.Refused)
 	}
-	wantCondition(t, c.clusterVersion(t), ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks, "ReleaseDeprecated", "1.0.0 leaks memory")
+	wantCondition(t, c.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks, "ReleaseDeprecated", "1.0.0 leaks memory")
 	if err := c.op.RequestRelease(context.Background(), "1.0.0", true); err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +68,8 @@ func TestSyncReadsTheUpdateGraph(t *testing.T) {
 		t.Errorf("an available update carries the node's payload, url and channels: %+v", u)
 	}
 	wantCondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionTrue, "")
-	wantCondition(t, cv, ConditionReleaseDeprecated, configv1.ConditionTrue, "ReleaseDeprecated", "Release 1.0.0 is deprecated: 1.0.0 leaks memory")
-	wantCondition(t, cv, ConditionFailing, configv1.ConditionFalse, "")
+	wantCondition(t, cv, clusterversion.ConditionReleaseDeprecated, configv1.ConditionTrue, "ReleaseDeprecated", "Release 1.0.0 is deprecated: 1.0.0 leaks memory")
+	wantCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionFalse, "")
 	if v := testutil.ToFloat64(metrics.releaseDeprecated.WithLabelValues("1.0.0")); v != 1 {
 		t.Errorf("payload_applier_release_deprecated{version=1.0.0} = %v, want 1", v)
 	}
@@ -78,7 +79,7 @@ func TestSyncReadsTheUpdateGraph(t *testing.T) {
 	if out := c.sync(t); out.Refused == nil {
 		t.Fatal("an update to a deprecated release must be refused")
 	}
-	wantCondition(t, c.clusterVersion(t), ConditionReleaseAccepted, configv1.ConditionFalse, ReasonPreconditionChecks, "release 1.0.2 is deprecated in the update graph: do not use")
+	wantCondition(t, c.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks, "release 1.0.2 is deprecated in the update graph: do not use")
 	c.request(t, "1.0.0")
 	c.sync(t)
 
@@ -105,7 +106,7 @@ func TestSyncReadsTheUpdateGraph(t *testing.T) {
 	if len(cv.Status.AvailableUpdates) != 0 {
 		t.Errorf("availableUpdates = %v, want none", availableVersions(cv))
 	}
-	wantCondition(t, cv, ConditionReleaseDeprecated, configv1.ConditionFalse, ReasonAsExpected)
+	wantCondition(t, cv, clusterversion.ConditionReleaseDeprecated, configv1.ConditionFalse, clusterversion.ReasonAsExpected)
 
 	t.Log("without a channel: NoChannel")
 	c.setChannel(t, "")

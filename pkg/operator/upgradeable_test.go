@@ -2,8 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -15,92 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
 
-	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
-	"github.com/payload-applier/payload-applier/pkg/crdcompat"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload/payloadtest"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
-
-func TestDecideUpgradeable(t *testing.T) {
-	cm := func(name string, data map[string]string) precondition.AdminConfigMap {
-		n := precondition.DefaultAdminGates
-		if name == "acks" {
-			n = precondition.DefaultAdminAcks
-		}
-		return precondition.AdminConfigMap{Name: n, Data: data}
-	}
-	gate := func(text string) precondition.AdminConfigMap { return cm("gates", map[string]string{testGate: text}) }
-	removal := []crdcompat.PendingRemoval{{Removal: crdcompat.Removal{CRD: "widgets.example.com", Version: "v1alpha1", RemovedIn: crdcompat.MinorVersion{Major: 1, Minor: 1}}, Objects: 2}}
-	tests := map[string]struct {
-		obs       upgradeableObservation
-		pass      upgradeablePass
-		overrides []configv1.ComponentOverride
-		reason    string
-		message   string // the whole message, or "" to check fragments only
-		fragments []string
-	}{
-		"nothing observed": {reason: ReasonAsExpected, message: "Minor and major version updates are allowed."},
-		"a gate before any release applies to nothing": {
-			obs: upgradeableObservation{AdminGates: gate("")}, reason: ReasonAsExpected},
-		"an empty gate of the current minor": {
-			obs:    upgradeableObservation{AdminAckVersion: "1.0.1", AdminGates: gate(""), AdminAcks: cm("acks", nil)},
-			reason: precondition.ReasonAdminAckConfigMapGateValueError, message: "admin-gates configmap gate " + testGate + " must contain a non-empty value."},
-		"an unacknowledged gate gives its text": {
-			obs:    upgradeableObservation{AdminAckVersion: "1.0.1", AdminGates: gate(testGateText), AdminAcks: cm("acks", nil)},
-			reason: precondition.ReasonAdminAckRequired, message: testGateText},
-		"an acknowledged gate": {
-			obs:    upgradeableObservation{AdminAckVersion: "1.0.1", AdminGates: gate(testGateText), AdminAcks: cm("acks", map[string]string{testGate: "true"})},
-			reason: ReasonAsExpected},
-		"another minor's gate": {
-			obs:    upgradeableObservation{AdminAckVersion: "1.1.0", AdminGates: gate(""), AdminAcks: cm("acks", nil)},
-			reason: ReasonAsExpected},
-		"shipped gates absent": {
-			obs: upgradeableObservation{AdminAckVersion: "1.0.1",
-				AdminGates: precondition.AdminConfigMap{Name: precondition.DefaultAdminGates, Absent: true, Shipped: true}, AdminAcks: cm("acks", nil)},
-			reason: precondition.ReasonUnableToAccessAdminGatesConfigMap, message: "admin-gates configmap not found."},
-		"a pending CRD removal": {
-			obs: upgradeableObservation{CRDRemovals: removal}, reason: crdcompat.ReasonVersionRemovalPending,
-			fragments: []string{crdRemovalMessagePrefix, "widgets.example.com v1alpha1 (removed in 1.1; 2 objects"}},
-		"a ClusterOperator not upgradeable": {
-			obs: upgradeableObservation{Operators: []configv1.ClusterOperator{{ObjectMeta: metav1.ObjectMeta{Name: "etcd"},
-				Status: configv1.ClusterOperatorStatus{Conditions: []configv1.ClusterOperatorStatusCondition{
-					{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionFalse, Reason: "Busy", Message: "defragmenting"}}}}}},
-			reason: ReasonOperatorsNotUpgrade, message: "Cluster operators are not upgradeable: etcd (Busy: defragmenting)"},
-		"an unreadable ledger": {
-			pass: upgradeablePass{LedgerErr: errors.New("corrupt")}, reason: ReasonDeleteLedgerUnreadable, fragments: []string{"delete ledger is unreadable"}},
-		"every source, in order, with the reappeared warned of": {
-			obs: upgradeableObservation{AdminAckVersion: "1.0.1", AdminGates: gate(testGateText), AdminAcks: cm("acks", nil), CRDRemovals: removal},
-			pass: upgradeablePass{Deletes: deletion.Summary{InProgress: []deletion.Record{rec("x", deletion.InProgress, "")},
-				Reappeared: []deletion.Record{rec("back", deletion.Completed, "")}}, CleanupErr: errors.New("corrupt")},
-			overrides: []configv1.ComponentOverride{{Kind: "Deployment", Name: "x", Unmanaged: true}},
-			reason:    ReasonMultipleReasons,
-			fragments: []string{
-				"for multiple reasons:\n* Cluster minor or major version upgrades are not allowed while resource deletions are in progress: ConfigMap/ns/x\n* " +
-					precondition.OverridesMessage + "\n* " + crdRemovalMessagePrefix,
-				"\n* " + testGateText + "\n* Cluster minor or major version upgrades are not allowed while the operand cleanup state is unreadable",
-				"\nWarning: reappeared after their delete, left in place and never deleted again: ConfigMap/ns/back"}},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			c := decideUpgradeable(tt.obs, tt.pass, tt.overrides)
-			status := configv1.ConditionFalse
-			if tt.reason == ReasonAsExpected {
-				status = configv1.ConditionTrue
-			}
-			if c.Type != configv1.OperatorUpgradeable || c.Status != status || c.Reason != tt.reason {
-				t.Fatalf("got %s %s/%s (%q), want %s/%s", c.Type, c.Status, c.Reason, c.Message, status, tt.reason)
-			}
-			if tt.message != "" && c.Message != tt.message {
-				t.Errorf("message %q, want %q", c.Message, tt.message)
-			}
-			for _, f := range tt.fragments {
-				if !strings.Contains(c.Message, f) {
-					t.Errorf("message %q lacks %q", c.Message, f)
-				}
-			}
-		})
-	}
-}
 
 // oneConfigMapStore makes the operator's typed ConfigMap reads answer from
 // the objects the engine applied, as one apiserver does.
@@ -147,7 +63,7 @@ func TestSyncReportsTheAdminGateTheReleaseShips(t *testing.T) {
 		if h := cv.Status.History[0]; h.Version != step.version || h.State != configv1.CompletedUpdate {
 			t.Fatalf("history[0] = %s %s, want %s Completed", h.Version, h.State, step.version)
 		}
-		up := findCondition(cv.Status.Conditions, configv1.OperatorUpgradeable)
+		up := clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorUpgradeable)
 		if up == nil || up.Status != configv1.ConditionFalse || up.Reason != step.reason || up.Message != step.message {
 			t.Fatalf("after the pass that applied %s: Upgradeable = %+v, want False/%s %q", step.version, up, step.reason, step.message)
 		}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
-	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
@@ -44,7 +44,7 @@ func TestJudgeUpgradeable(t *testing.T) {
 		return m
 	}
 	inProgress := func(msg string) configv1.ClusterOperatorStatusCondition {
-		return configv1.ClusterOperatorStatusCondition{Status: configv1.ConditionFalse, Reason: operator.ReasonDeletionInProgress, Message: msg}
+		return configv1.ClusterOperatorStatusCondition{Status: configv1.ConditionFalse, Reason: clusterversion.ReasonDeletionInProgress, Message: msg}
 	}
 	tests := map[string]struct {
 		up            configv1.ClusterOperatorStatusCondition

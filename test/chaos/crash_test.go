@@ -11,7 +11,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
-	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -159,7 +159,7 @@ func judgeUpgradeable(up configv1.ClusterOperatorStatusCondition, marked []*obje
 		}
 	case configv1.ConditionFalse:
 		switch up.Reason {
-		case operator.ReasonDeletionInProgress, string(apply.ReasonDeletionFailed), operator.ReasonMultipleReasons:
+		case clusterversion.ReasonDeletionInProgress, string(apply.ReasonDeletionFailed), clusterversion.ReasonMultipleReasons:
 		default:
 			out = append(out, fmt.Sprintf("Upgradeable=False for an unexpected reason %s: %q", up.Reason, up.Message))
 		}

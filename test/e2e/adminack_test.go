@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
@@ -64,7 +65,7 @@ func TestAdminAckHoldsMinorUpdates(t *testing.T) {
 	if out := op.sync(t); out.Refused == nil || !strings.Contains(out.Refused.Error(), precondition.ReasonAdminAckRequired) {
 		t.Fatalf("1.1.0 must be refused by the admin gate, got %v", out.Refused)
 	}
-	accepted := requireCondition(t, op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonPreconditionChecks)
+	accepted := requireCondition(t, op.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks)
 	if !strings.Contains(accepted.Message, "https://example.com/e2e-notes") {
 		t.Errorf("the refusal must carry the gate's text: %q", accepted.Message)
 	}
@@ -85,7 +86,7 @@ func TestAdminAckHoldsMinorUpdates(t *testing.T) {
 	t.Log("asked again under Run, the minor is refused again")
 	op.request(t, "1.1.0", false)
 	waitFor(t, "the refusal of 1.1.0", time.Minute, func() bool {
-		c := condition(op.clusterVersion(t), operator.ConditionReleaseAccepted)
+		c := condition(op.clusterVersion(t), clusterversion.ConditionReleaseAccepted)
 		return c.Status == configv1.ConditionFalse && strings.Contains(c.Message, `version="1.1.0"`)
 	})
 

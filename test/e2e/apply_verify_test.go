@@ -6,7 +6,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 
-	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
 	"github.com/payload-applier/payload-applier/pkg/signature/signaturetest"
 )
@@ -66,7 +66,7 @@ func TestApplyVerifiesAReleaseImageAsTheOperatorDoes(t *testing.T) {
 		t.Errorf("ConfigMap a holds %v; want 1.0.0's data", got)
 	}
 	cv := clusterVersion(t)
-	requireCondition(t, cv, operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+	requireCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed)
 	if h := cv.Status.History[0]; h.Version != "1.0.0" || cv.Status.Desired.Image != installed {
 		t.Errorf("history[0] %+v, desired %s; want 1.0.0 still", h, cv.Status.Desired.Image)
 	}

@@ -9,8 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
-	"github.com/payload-applier/payload-applier/pkg/operator"
 )
 
 const (
@@ -84,7 +84,7 @@ func TestCapabilityDisabledInTheSpecStaysEnabled(t *testing.T) {
 	}
 	cv := op.clusterVersion(t)
 	requireEnabledCapabilities(t, cv, "Console")
-	requireCondition(t, cv, operator.ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, operator.ReasonAsExpected)
+	requireCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionFalse, clusterversion.ReasonAsExpected)
 	if _, ok := configMapData(t, c, ns, "console"); !ok {
 		t.Fatal("the ConfigMap behind the enabled Console was not applied")
 	}
@@ -104,7 +104,7 @@ func TestCapabilityDisabledInTheSpecStaysEnabled(t *testing.T) {
 	}
 	cv = op.clusterVersion(t)
 	requireEnabledCapabilities(t, cv, "Console")
-	cond := requireCondition(t, cv, operator.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, operator.ReasonCapabilitiesImplicitlyEnabled)
+	cond := requireCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, clusterversion.ReasonCapabilitiesImplicitlyEnabled)
 	if cond.Message != "The following capabilities could not be disabled: Console" {
 		t.Errorf("condition message %q", cond.Message)
 	}
@@ -142,7 +142,7 @@ func TestCapabilityImplicitlyEnabledByAnUpdate(t *testing.T) {
 	}
 	cv := op.clusterVersion(t)
 	requireEnabledCapabilities(t, cv, "Build")
-	cond := requireCondition(t, cv, operator.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, operator.ReasonCapabilitiesImplicitlyEnabled)
+	cond := requireCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, clusterversion.ReasonCapabilitiesImplicitlyEnabled)
 	if cond.Message != "The following capabilities could not be disabled: Build" {
 		t.Errorf("condition message %q", cond.Message)
 	}
@@ -159,5 +159,5 @@ func TestCapabilityImplicitlyEnabledByAnUpdate(t *testing.T) {
 	op.sync(t)
 	cv = op.clusterVersion(t)
 	requireEnabledCapabilities(t, cv, "Build")
-	requireCondition(t, cv, operator.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, operator.ReasonCapabilitiesImplicitlyEnabled)
+	requireCondition(t, cv, clusterversion.ConditionImplicitlyEnabledCapabilities, configv1.ConditionTrue, clusterversion.ReasonCapabilitiesImplicitlyEnabled)
 }

@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
-	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
@@ -283,7 +283,7 @@ func TestOperandCleanupOfACRDNamedForABuiltinAPIDeletesNothingOfIt(t *testing.T)
 	waitFor(t, "the OperandCleanupBlocked Event", 10*time.Second, func() bool {
 		return eventIn(t, opNS, corev1.EventTypeWarning, cleanup.ReasonBlocked, builtin)
 	})
-	if cond := condition(op.clusterVersion(t), operator.ConditionOperandCleanup); cond.Status != "False" || cond.Reason != cleanup.ReasonBlocked || !strings.Contains(cond.Message, builtin) {
+	if cond := condition(op.clusterVersion(t), clusterversion.ConditionOperandCleanup); cond.Status != "False" || cond.Reason != cleanup.ReasonBlocked || !strings.Contains(cond.Message, builtin) {
 		t.Errorf("OperandCleanup condition = %s/%s %q, want False/%s naming the built-in API", cond.Status, cond.Reason, cond.Message, cleanup.ReasonBlocked)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/test/cluster"
@@ -168,7 +169,7 @@ func TestPromQLRisksAgainstARealPrometheus(t *testing.T) {
 	if out := op.sync(t); out.Refused == nil || !strings.Contains(out.Refused.Error(), "DiskRisk") {
 		t.Fatalf("refused %v, want the update refused naming DiskRisk", out.Refused)
 	}
-	accepted := requireCondition(t, op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonPreconditionChecks)
+	accepted := requireCondition(t, op.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks)
 	if !strings.Contains(accepted.Message, precondition.NameClusterVersionRecommendedUpdate) || !strings.Contains(accepted.Message, "DiskRisk") {
 		t.Errorf("ReleaseAccepted message %q, want the check and the risk named", accepted.Message)
 	}

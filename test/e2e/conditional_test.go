@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
@@ -107,7 +108,7 @@ func TestConditionalUpdateRisksRefuseUntilAccepted(t *testing.T) {
 		t.Fatalf("refused %v, want the update refused naming BadDisk", out.Refused)
 	}
 	cv = op.clusterVersion(t)
-	accepted := requireCondition(t, cv, operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonPreconditionChecks)
+	accepted := requireCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks)
 	if !strings.Contains(accepted.Message, precondition.NameClusterVersionRecommendedUpdate) || !strings.Contains(accepted.Message, "BadDisk") {
 		t.Errorf("ReleaseAccepted message %q, want the check and the risk named", accepted.Message)
 	}

@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/crdcompat"
-	"github.com/payload-applier/payload-applier/pkg/operator"
 )
 
 // removalGadgetCRD is gadgets.<group>: stage "alpha" stores v1alpha1 only;
@@ -78,7 +78,7 @@ func TestCRDVersionRemovalPendingBlocksMinorUpdates(t *testing.T) {
 	for _, name := range []string{"a", "b"} {
 		createGadget(t, c, group, "v1alpha1", ns, name, map[string]any{"size": "s"})
 	}
-	requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionTrue, operator.ReasonAsExpected)
+	requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionTrue, clusterversion.ReasonAsExpected)
 
 	t.Log("1.0.1 makes v1 the storage version and schedules v1alpha1's removal in 1.1: Upgradeable=False")
 	op.request(t, "1.0.1", false)
@@ -113,7 +113,7 @@ func TestCRDVersionRemovalPendingBlocksMinorUpdates(t *testing.T) {
 		t.Fatal("1.1.0 must be refused while v1alpha1 is still stored")
 	}
 	cv := op.clusterVersion(t)
-	ra := requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionFalse, operator.ReasonPreconditionChecks)
+	ra := requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks)
 	if !strings.Contains(ra.Message, want) {
 		t.Errorf("the refusal must say why: %q", ra.Message)
 	}
@@ -137,7 +137,7 @@ func TestCRDVersionRemovalPendingBlocksMinorUpdates(t *testing.T) {
 		t.Fatalf("status.storedVersions = %v, want [v1]", stored)
 	}
 	op.sync(t)
-	requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionTrue, operator.ReasonAsExpected)
+	requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionTrue, clusterversion.ReasonAsExpected)
 
 	t.Log("the minor update that removes v1alpha1 now goes ahead")
 	op.request(t, "1.1.0", false)

@@ -18,6 +18,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
@@ -289,13 +290,13 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 	}
 	all = scrapeAll(t, metricsURL)
 	cv = op.clusterVersion(t)
-	requireOne(t, all, "cluster_operator_conditions", map[string]string{"name": "version", "condition": "ReleaseAccepted", "reason": operator.ReasonPreconditionChecks})
+	requireOne(t, all, "cluster_operator_conditions", map[string]string{"name": "version", "condition": "ReleaseAccepted", "reason": clusterversion.ReasonPreconditionChecks})
 	if v := requireOne(t, all, "cluster_version", map[string]string{"type": "desired", "version": "1.2.0", "image": "", "from_version": "1.0.0"}); v < float64(started.Unix()) {
 		t.Errorf("desired = %v, want the latest status change", v)
 	}
 	requireOne(t, all, "cluster_version", map[string]string{"type": "current", "version": "1.0.0", "image": image, "from_version": "1.0.0"})
 	requireVersionConditions(t, all, cv, "1.0.0")
-	if f := condition(cv, operator.ConditionFailing); f.Status == configv1.ConditionTrue {
+	if f := condition(cv, clusterversion.ConditionFailing); f.Status == configv1.ConditionTrue {
 		requireOne(t, all, "cluster_version", map[string]string{"type": "failure", "version": "1.2.0", "image": "", "from_version": "1.0.0"})
 	} else if got := find(all, "cluster_version", map[string]string{"type": "failure"}); len(got) != 0 {
 		t.Errorf("a failure series while Failing is %s: %v", f.Status, got)
@@ -309,7 +310,7 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 	all = scrapeAll(t, metricsURL)
 	cv = op.clusterVersion(t)
 	up := requireCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, "")
-	if up.Reason != "ResourceDeletionFailed" && up.Reason != operator.ReasonMultipleReasons {
+	if up.Reason != "ResourceDeletionFailed" && up.Reason != clusterversion.ReasonMultipleReasons {
 		t.Errorf("Upgradeable = %s, want ResourceDeletionFailed (or MultipleReasons beside other tests' operators)", up.Reason)
 	}
 	if v := requireOne(t, all, "cluster_operator_conditions", map[string]string{"name": "version", "condition": "Upgradeable", "reason": up.Reason}); v != 0 {
@@ -333,7 +334,7 @@ func TestCVOMetricsScrapedFromTheOperator(t *testing.T) {
 	}
 	all = scrapeAll(t, metricsURL)
 	cv = op.clusterVersion(t)
-	failing := requireCondition(t, cv, operator.ConditionFailing, configv1.ConditionTrue, "")
+	failing := requireCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionTrue, "")
 	image102 := cv.Status.Desired.Image
 	if v := requireOne(t, all, "cluster_version", map[string]string{"type": "failure", "version": "1.0.2", "image": image102, "from_version": "1.0.1"}); v != float64(failing.LastTransitionTime.Unix()) {
 		t.Errorf("failure = %v, want Failing's transition %v", v, failing.LastTransitionTime.Unix())

@@ -19,8 +19,8 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
-	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/test/cluster"
 	"github.com/payload-applier/payload-applier/test/cluster/cmd/localcluster/story"
@@ -344,13 +344,13 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 	switch step {
 	case story.StepOperatorUp:
 		history()
-		condition(operator.ConditionFailing, configv1.ConditionTrue, operator.ReasonNoDesiredUpdate)
+		condition(clusterversion.ConditionFailing, configv1.ConditionTrue, clusterversion.ReasonNoDesiredUpdate)
 		if coExists || nsExists || gadget != nil {
 			fail("objects of a release exist before any was requested")
 		}
 	case story.StepInstalled:
 		history("1.0.0 Completed")
-		condition(configv1.OperatorUpgradeable, configv1.ConditionTrue, operator.ReasonAsExpected)
+		condition(configv1.OperatorUpgradeable, configv1.ConditionTrue, clusterversion.ReasonAsExpected)
 		if gadget == nil || terminating || !slices.Contains(gadget.GetFinalizers(), "example.com/cleanup") {
 			fail("want Gadget gadget/default with its finalizer, not terminating; got %v", gadget)
 		}
@@ -362,7 +362,7 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 		}
 	case story.StepUnsignedRefused:
 		history("1.0.0 Completed")
-		condition(operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+		condition(clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed)
 		if cv.Spec.DesiredUpdate == nil || cv.Spec.DesiredUpdate.Image != w.releases.Unsigned || cv.Status.Desired.Image != w.releases.Signed["1.0.0"] {
 			fail("want the unsigned image requested and 1.0.0's desired; spec %+v, desired %s", cv.Spec.DesiredUpdate, cv.Status.Desired.Image)
 		}
@@ -375,7 +375,7 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 		if h := cv.Status.History; len(h) > 0 && (!h[0].Verified || h[0].Image != w.releases.Signed["1.0.1"]) {
 			fail("1.0.1's history entry %+v is not verified by the digest %s", h[0], w.releases.Signed["1.0.1"])
 		}
-		condition(configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonDeletionInProgress)
+		condition(configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeletionInProgress)
 		if c := story.Condition(cv, configv1.OperatorUpgradeable); c == nil || !strings.Contains(c.Message, "Gadget.example.com/gadget/default (finalizers: example.com/cleanup)") {
 			fail("Upgradeable does not name the Gadget held by its finalizer: %+v", c)
 		}
@@ -402,8 +402,8 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 		}
 	case story.StepMinorRefused:
 		history("1.0.1 Completed", "1.0.0 Completed")
-		condition(operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonPreconditionChecks)
-		condition(configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonDeletionInProgress)
+		condition(clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks)
+		condition(configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeletionInProgress)
 		if cv.Spec.DesiredUpdate == nil || cv.Spec.DesiredUpdate.Version != "1.1.0" || cv.Status.Desired.Version != "1.0.1" {
 			fail("want 1.1.0 requested and 1.0.1 desired; spec %+v, desired %s", cv.Spec.DesiredUpdate, cv.Status.Desired.Version)
 		}
@@ -415,8 +415,8 @@ func (w *storyWatcher) check(ctx context.Context, step story.Step) error {
 		if h := cv.Status.History; len(h) > 0 && (!h[0].Verified || h[0].Image != w.releases.Signed["1.1.0"] || cv.Status.Desired.Image != h[0].Image) {
 			fail("1.1.0's history entry %+v is not verified by the digest %s, or not desired (%s)", h[0], w.releases.Signed["1.1.0"], cv.Status.Desired.Image)
 		}
-		condition(configv1.OperatorUpgradeable, configv1.ConditionTrue, operator.ReasonAsExpected)
-		condition(operator.ConditionReleaseAccepted, configv1.ConditionTrue, operator.ReasonPayloadLoaded)
+		condition(configv1.OperatorUpgradeable, configv1.ConditionTrue, clusterversion.ReasonAsExpected)
+		condition(clusterversion.ConditionReleaseAccepted, configv1.ConditionTrue, clusterversion.ReasonPayloadLoaded)
 		if gadget != nil || coExists || nsExists || crdExists {
 			fail("the gadget component is not fully gone: Gadget %t, ClusterOperator %t, namespace %t, CRD %t", gadget != nil, coExists, nsExists, crdExists)
 		}

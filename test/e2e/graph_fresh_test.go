@@ -12,6 +12,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
@@ -136,7 +137,7 @@ func TestAvailableUpdatesNeverListTheRunningVersion(t *testing.T) {
 	if availableUpdates(cv) != "" {
 		t.Errorf("availableUpdates = %q before the answer for 1.0.1, want none", availableUpdates(cv))
 	}
-	wantE2ECondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionUnknown, operator.ReasonRetrieving, "Retrieving the available updates of 1.0.1")
+	wantE2ECondition(t, cv, configv1.RetrievedUpdates, configv1.ConditionUnknown, clusterversion.ReasonRetrieving, "Retrieving the available updates of 1.0.1")
 	srv.open()
 	waitFor(t, "the updates of 1.0.1 listed", time.Minute, func() bool { return availableUpdates(op.clusterVersion(t)) == "1.0.2" })
 	stop()
@@ -163,8 +164,8 @@ func TestARiskOfTheNewVersionRefusesAnUpdateBeforeItsAnswer(t *testing.T) {
 	waitFor(t, "the update to 1.0.1 to complete", time.Minute, func() bool { return completedVersion(op.clusterVersion(t)) == "1.0.1" })
 
 	refused := func() bool {
-		c := condition(op.clusterVersion(t), operator.ConditionReleaseAccepted)
-		return c.Status == configv1.ConditionFalse && c.Reason == operator.ReasonPreconditionChecks &&
+		c := condition(op.clusterVersion(t), clusterversion.ConditionReleaseAccepted)
+		return c.Status == configv1.ConditionFalse && c.Reason == clusterversion.ReasonPreconditionChecks &&
 			strings.Contains(c.Message, "1.1.0") && strings.Contains(c.Message, "BadDisk") &&
 			strings.Contains(c.Message, precondition.NameClusterVersionRecommendedUpdate)
 	}
@@ -182,7 +183,7 @@ func TestARiskOfTheNewVersionRefusesAnUpdateBeforeItsAnswer(t *testing.T) {
 	t.Log("before the answer for 1.0.1, 1.1.0 is judged by 1.0.0's answer, where it is a conditional update of 1.0.1")
 	op.request(t, "1.1.0", false)
 	waitFor(t, "1.1.0 refused naming BadDisk", time.Minute, refused)
-	if c := condition(op.clusterVersion(t), configv1.RetrievedUpdates); c.Reason != operator.ReasonRetrieving {
+	if c := condition(op.clusterVersion(t), configv1.RetrievedUpdates); c.Reason != clusterversion.ReasonRetrieving {
 		t.Fatalf("RetrievedUpdates = %+v, want the answer for 1.0.1 still awaited", c)
 	}
 	wantKept("refused before the answer")
@@ -194,7 +195,7 @@ func TestARiskOfTheNewVersionRefusesAnUpdateBeforeItsAnswer(t *testing.T) {
 		return rec != nil && rec.Status == metav1.ConditionFalse && rec.Reason == "BadDisk"
 	})
 	if !refused() {
-		t.Fatalf("ReleaseAccepted = %+v, want the refusal kept", condition(op.clusterVersion(t), operator.ConditionReleaseAccepted))
+		t.Fatalf("ReleaseAccepted = %+v, want the refusal kept", condition(op.clusterVersion(t), clusterversion.ConditionReleaseAccepted))
 	}
 	wantKept("refused after the answer")
 }

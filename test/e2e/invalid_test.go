@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 )
 
@@ -51,10 +52,10 @@ func TestInvalidClusterVersion(t *testing.T) {
 	})
 	var invalid configv1.ClusterOperatorStatusCondition
 	waitFor(t, "Invalid", time.Minute, func() bool {
-		invalid = condition(op.clusterVersion(t), operator.ConditionInvalid)
+		invalid = condition(op.clusterVersion(t), clusterversion.ConditionInvalid)
 		return invalid.Status == configv1.ConditionTrue
 	})
-	if invalid.Reason != operator.ReasonInvalidClusterVersion ||
+	if invalid.Reason != clusterversion.ReasonInvalidClusterVersion ||
 		!strings.Contains(invalid.Message, "spec.desiredUpdate") || !strings.Contains(invalid.Message, "spec.clusterID") {
 		t.Fatalf("Invalid = %s %q", invalid.Reason, invalid.Message)
 	}
@@ -71,11 +72,11 @@ func TestInvalidClusterVersion(t *testing.T) {
 		t.Fatal("the current release's ConfigMap was not restored")
 	}
 	cv := op.clusterVersion(t)
-	p := requireCondition(t, cv, configv1.OperatorProgressing, configv1.ConditionFalse, operator.ReasonInvalidClusterVersion)
+	p := requireCondition(t, cv, configv1.OperatorProgressing, configv1.ConditionFalse, clusterversion.ReasonInvalidClusterVersion)
 	if p.Message != "Stopped at 1.0.0: the cluster version is invalid" {
 		t.Errorf("Progressing = %q", p.Message)
 	}
-	requireCondition(t, cv, operator.ConditionFailing, configv1.ConditionFalse, "")
+	requireCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionFalse, "")
 	if cv.Spec.ClusterID != "not-a-uuid" || cv.Spec.DesiredUpdate == nil {
 		t.Errorf("the operator changed the admin's spec: %+v", cv.Spec)
 	}
@@ -86,7 +87,7 @@ func TestInvalidClusterVersion(t *testing.T) {
 	if out.Applied != "1.0.0" || out.LoadErr != nil || out.Refused != nil {
 		t.Fatalf("an invalid version was acted on: %+v", out)
 	}
-	if m := requireCondition(t, op.clusterVersion(t), operator.ConditionInvalid, configv1.ConditionTrue, operator.ReasonInvalidClusterVersion).Message; !strings.Contains(m, "spec.desiredUpdate.version") {
+	if m := requireCondition(t, op.clusterVersion(t), clusterversion.ConditionInvalid, configv1.ConditionTrue, clusterversion.ReasonInvalidClusterVersion).Message; !strings.Contains(m, "spec.desiredUpdate.version") {
 		t.Errorf("Invalid = %q", m)
 	}
 
@@ -96,7 +97,7 @@ func TestInvalidClusterVersion(t *testing.T) {
 		s.ClusterID = validID
 	})
 	waitFor(t, "Invalid to go", time.Minute, func() bool {
-		return condition(op.clusterVersion(t), operator.ConditionInvalid).Type == ""
+		return condition(op.clusterVersion(t), clusterversion.ConditionInvalid).Type == ""
 	})
 	requireCondition(t, op.clusterVersion(t), configv1.OperatorProgressing, configv1.ConditionFalse, "")
 

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage/releaseimagetest"
@@ -87,7 +88,7 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 	mark := auditMark(t)
 	op.requestImage(t, unsigned, false)
 	op.sync(t)
-	c := requireCondition(t, op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+	c := requireCondition(t, op.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed)
 	if !strings.HasPrefix(c.Message, "The update cannot be verified: ") {
 		t.Errorf("ReleaseAccepted message %q", c.Message)
 	}
@@ -106,7 +107,7 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 	createSignatureConfigMap(t, admin, key, "sha256:"+strings.Repeat("0", 64))
 	op.requestImage(t, missing, false)
 	op.sync(t)
-	c = requireCondition(t, op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonRetrievePayload)
+	c = requireCondition(t, op.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonRetrievePayload)
 	if !strings.Contains(c.Message, "MANIFEST_UNKNOWN") {
 		t.Errorf("ReleaseAccepted message %q; want the registry's MANIFEST_UNKNOWN", c.Message)
 	}
@@ -119,7 +120,7 @@ func TestOperatorUpdatesByImage(t *testing.T) {
 		t.Fatalf("update to the signed 1.0.2: %+v", out)
 	}
 	cv := op.clusterVersion(t)
-	requireCondition(t, cv, operator.ConditionReleaseAccepted, configv1.ConditionTrue, operator.ReasonPayloadLoaded)
+	requireCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionTrue, clusterversion.ReasonPayloadLoaded)
 	if h := cv.Status.History[0]; h.Version != "1.0.2" || h.State != configv1.CompletedUpdate || !h.Verified || h.Image != signed || cv.Status.Desired.Image != signed {
 		t.Fatalf("history[0] %+v, desired image %q; want 1.0.2 completed and verified, by digest %s", h, cv.Status.Desired.Image, signed)
 	}
@@ -187,7 +188,7 @@ func TestOperatorInstallsByImageAndRefusesWhatItCannotTrust(t *testing.T) {
 		mark := auditMark(t)
 		op.requestImage(t, image, false)
 		op.sync(t)
-		c := condition(op.clusterVersion(t), operator.ConditionReleaseAccepted)
+		c := condition(op.clusterVersion(t), clusterversion.ConditionReleaseAccepted)
 		if c.Status != configv1.ConditionFalse || !slices.Contains(reasons, c.Reason) || !strings.Contains(c.Message, says) {
 			t.Errorf("ReleaseAccepted %s %s %q; want False, one of %v, saying %q", c.Status, c.Reason, c.Message, reasons, says)
 		}
@@ -204,16 +205,16 @@ func TestOperatorInstallsByImageAndRefusesWhatItCannotTrust(t *testing.T) {
 	t.Log("signed by a key the running release does not trust")
 	strangers := reg.Publish(t, writePayload(t, "1.0.1", map[string]string{"0000_20_demo_00_b.yaml": configMap(ns, "b", "1")}))
 	createSignatureConfigMap(t, admin, stranger, strangers[strings.Index(strangers, "@")+1:])
-	refusedWithNothingWritten(strangers, []string{operator.ReasonImageVerificationFailed}, "The update cannot be verified: ", "b")
+	refusedWithNothingWritten(strangers, []string{clusterversion.ReasonImageVerificationFailed}, "The update cannot be verified: ", "b")
 
 	// Signed from here on, as verification comes before the registry is asked.
 	t.Log("a layer that writes out of its directory")
 	escape := escapingRelease(t, reg.Host+"/e2e/release:1.0.2", ns)
 	createSignatureConfigMap(t, admin, trusted, escape[strings.Index(escape, "@")+1:])
-	refusedWithNothingWritten(escape, []string{operator.ReasonRetrievePayload, operator.ReasonLoadPayload}, `".."`, "escaped")
+	refusedWithNothingWritten(escape, []string{clusterversion.ReasonRetrievePayload, clusterversion.ReasonLoadPayload}, `".."`, "escaped")
 
 	t.Log("a registry nobody answers for")
 	unreachable := "127.0.0.1:1/e2e/release@sha256:" + strings.Repeat("1", 64)
 	createSignatureConfigMap(t, admin, trusted, "sha256:"+strings.Repeat("1", 64))
-	refusedWithNothingWritten(unreachable, []string{operator.ReasonRetrievePayload}, "connection refused", "none")
+	refusedWithNothingWritten(unreachable, []string{clusterversion.ReasonRetrievePayload}, "connection refused", "none")
 }

@@ -8,8 +8,8 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
-	"github.com/payload-applier/payload-applier/pkg/operator"
 )
 
 // TestOperatorScenarios follows the CVO's scenario tests: a ClusterVersion
@@ -27,13 +27,13 @@ func TestOperatorScenarios(t *testing.T) {
 
 	t.Log("no desired release")
 	op.sync(t)
-	requireCondition(t, op.clusterVersion(t), operator.ConditionFailing, configv1.ConditionTrue, operator.ReasonNoDesiredUpdate)
+	requireCondition(t, op.clusterVersion(t), clusterversion.ConditionFailing, configv1.ConditionTrue, clusterversion.ReasonNoDesiredUpdate)
 
 	op.request(t, "1.0.0", false)
 	if out := op.sync(t); out.Mode != graph.ModeInstall || !out.Result.Complete() {
 		t.Fatalf("install: %+v", out)
 	}
-	requireCondition(t, op.clusterVersion(t), operator.ConditionFailing, configv1.ConditionFalse, "")
+	requireCondition(t, op.clusterVersion(t), clusterversion.ConditionFailing, configv1.ConditionFalse, "")
 
 	t.Log("an error while reconciling")
 	if err := c.kube.CoreV1().Namespaces().Delete(context.Background(), doomedA, metav1.DeleteOptions{}); err != nil {
@@ -45,7 +45,7 @@ func TestOperatorScenarios(t *testing.T) {
 		t.Fatalf("reconcile must fail: mode %s", out.Mode)
 	}
 	cv := op.clusterVersion(t)
-	f := requireCondition(t, cv, operator.ConditionFailing, configv1.ConditionTrue, "UpdatePayloadResourceNotFound")
+	f := requireCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionTrue, "UpdatePayloadResourceNotFound")
 	if !strings.Contains(f.Message, "ConfigMap/"+doomedA+"/b") {
 		t.Errorf("failing must name the object: %q", f.Message)
 	}
@@ -61,7 +61,7 @@ func TestOperatorScenarios(t *testing.T) {
 	}
 	c.waitGone(t, namespaceGVK, "", doomedB)
 	op.sync(t)
-	f = requireCondition(t, op.clusterVersion(t), operator.ConditionFailing, configv1.ConditionTrue, operator.ReasonMultipleErrors)
+	f = requireCondition(t, op.clusterVersion(t), clusterversion.ConditionFailing, configv1.ConditionTrue, clusterversion.ReasonMultipleErrors)
 	if !strings.Contains(f.Message, "ConfigMap/"+doomedA+"/b") || !strings.Contains(f.Message, "ConfigMap/"+doomedB+"/c") {
 		t.Errorf("MultipleErrors must keep every message: %q", f.Message)
 	}

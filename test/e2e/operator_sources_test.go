@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/test/cluster"
@@ -55,7 +56,7 @@ func TestUpgradeableSources(t *testing.T) {
 		setCOUpgradeable(t, configv1.ConditionFalse)
 		defer setCOUpgradeable(t, configv1.ConditionTrue)
 		op.sync(t)
-		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonOperatorsNotUpgrade)
+		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonOperatorsNotUpgrade)
 		if !strings.Contains(c.Message, co) {
 			t.Errorf("message must name the operator: %q", c.Message)
 		}
@@ -105,7 +106,7 @@ func TestUpgradeableSources(t *testing.T) {
 		setCOUpgradeable(t, configv1.ConditionFalse)
 		defer setCOUpgradeable(t, configv1.ConditionTrue)
 		op.sync(t)
-		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonMultipleReasons)
+		c := requireCondition(t, op.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonMultipleReasons)
 		if !strings.Contains(c.Message, co) || !strings.Contains(c.Message, "Namespace/"+applierNS) {
 			t.Errorf("message must list every source: %q", c.Message)
 		}

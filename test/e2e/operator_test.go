@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 )
@@ -111,7 +112,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 	if cv.Status.History[0].Version != "1.0.1" || cv.Status.History[0].State != configv1.CompletedUpdate {
 		t.Fatalf("an update completes once its applies succeed, deletes pending or not: %+v", cv.Status.History[0])
 	}
-	up := requireCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonDeletionInProgress)
+	up := requireCondition(t, cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeletionInProgress)
 	if !strings.Contains(up.Message, "ConfigMap/"+ns+"/held") || !strings.Contains(up.Message, "example.com/hold") {
 		t.Errorf("Upgradeable must name the pending object and its finalizer: %q", up.Message)
 	}
@@ -126,7 +127,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 		t.Fatal("1.1.0 was not refused")
 	}
 	cv = op.clusterVersion(t)
-	ra := requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionFalse, operator.ReasonPreconditionChecks)
+	ra := requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks)
 	if !strings.Contains(ra.Message, "ResourceDeletionInProgress") && !strings.Contains(ra.Message, "resource deletions are in progress") {
 		t.Errorf("the refusal must say why: %q", ra.Message)
 	}
@@ -137,7 +138,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 	t.Log("withdrawing the refused target clears the refusal")
 	op.request(t, "1.0.1", false)
 	op.sync(t)
-	requireCondition(t, op.clusterVersion(t), "ReleaseAccepted", configv1.ConditionTrue, operator.ReasonPayloadLoaded)
+	requireCondition(t, op.clusterVersion(t), "ReleaseAccepted", configv1.ConditionTrue, clusterversion.ReasonPayloadLoaded)
 	op.request(t, "1.1.0", false)
 	if out = op.sync(t); out.Refused == nil {
 		t.Fatal("1.1.0 must still be refused")
@@ -177,7 +178,7 @@ func TestOperatorUpdateStory(t *testing.T) {
 		t.Fatalf("1.1.0 must be accepted now: %v", out.Refused)
 	}
 	cv = op.clusterVersion(t)
-	requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionTrue, operator.ReasonPayloadLoaded)
+	requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionTrue, clusterversion.ReasonPayloadLoaded)
 	if len(cv.Status.History) != 4 || cv.Status.History[0].Version != "1.1.0" {
 		t.Errorf("history = %+v", cv.Status.History)
 	}
@@ -226,7 +227,7 @@ func TestOperatorPreconditions(t *testing.T) {
 				if out.Refused == nil || !strings.Contains(out.Refused.Error(), tt.refused) {
 					t.Fatalf("want a refusal with %q, got %v", tt.refused, out.Refused)
 				}
-				requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionFalse, operator.ReasonPreconditionChecks)
+				requireCondition(t, cv, "ReleaseAccepted", configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks)
 				if cv.Status.Desired.Version == tt.target {
 					t.Error("a refused release must not become desired")
 				}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
@@ -71,7 +72,7 @@ func TestOversizedInputsLeaveAClusterVersionWithinItsBudget(t *testing.T) {
 	if len(u) == 0 || len(u) > 500 || u[0].Version != "1.51.0" || !strings.HasSuffix(u[0].Image, " bytes cut)") {
 		t.Errorf("%d available updates; want at most 500, the newest first, its 3 MiB image cut", len(u))
 	}
-	truncated := requireCondition(t, cv, operator.ConditionStatusTruncated, configv1.ConditionTrue, operator.ReasonStatusLimits)
+	truncated := requireCondition(t, cv, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits)
 	for _, want := range []string{fmt.Sprintf("availableUpdates keeps the newest %d of 50001 entries", len(u)), "conditions[ReleaseDeprecated].message cut from"} {
 		if !strings.Contains(truncated.Message, want) {
 			t.Errorf("StatusTruncated %q lacks %q", truncated.Message, want)
@@ -82,7 +83,7 @@ func TestOversizedInputsLeaveAClusterVersionWithinItsBudget(t *testing.T) {
 		t.Errorf("payload_applier_status_truncated{field=availableUpdates} = %v, want %d", got, 50001-len(u)+1)
 	}
 	waitFor(t, "the StatusLimits Event", 30*time.Second, func() bool {
-		return eventIn(t, ns, corev1.EventTypeWarning, operator.ReasonStatusLimits, "availableUpdates keeps the newest")
+		return eventIn(t, ns, corev1.EventTypeWarning, clusterversion.ReasonStatusLimits, "availableUpdates keeps the newest")
 	})
 
 	t.Log("forced: the install applies, and history keeps the 3 MiB risk cut")

@@ -9,6 +9,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/updategraph/updategraphtest"
 )
@@ -55,7 +56,7 @@ func TestABlackHoledUpstreamHoldsNoPassOfTheRunningOperator(t *testing.T) {
 	}
 	cv = op.clusterVersion(t)
 	// A read ends no sooner than its three 30s tries; nothing has come back.
-	if c := findCondition(cv, configv1.RetrievedUpdates); c == nil || c.Status != configv1.ConditionUnknown || c.Reason != operator.ReasonRetrieving {
+	if c := findCondition(cv, configv1.RetrievedUpdates); c == nil || c.Status != configv1.ConditionUnknown || c.Reason != clusterversion.ReasonRetrieving {
 		t.Fatalf("RetrievedUpdates = %+v while the upstream is silent, want Unknown Retrieving", c)
 	}
 	requireCondition(t, cv, "Failing", configv1.ConditionFalse, "")

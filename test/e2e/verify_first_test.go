@@ -11,6 +11,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/releaseimage"
@@ -74,7 +75,7 @@ func (c *verifyFirstCluster) refuseUnsigned(t *testing.T, reg *releaseimagetest.
 	reg.Take()
 	c.op.requestImage(t, image, false)
 	out := c.op.sync(t)
-	cond := requireCondition(t, c.op.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+	cond := requireCondition(t, c.op.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed)
 	if !strings.HasPrefix(cond.Message, "The update cannot be verified: ") || out.VerifyErr == nil {
 		t.Errorf("%s: ReleaseAccepted message %q, verification error %v", version, cond.Message, out.VerifyErr)
 	}
@@ -166,5 +167,5 @@ func TestOperatorRestartsAfterRefusedImagesWithoutTheRegistry(t *testing.T) {
 		t.Error("ConfigMap a of the running release was not put back")
 	}
 	// The last request is still refused, from the signatures alone.
-	requireCondition(t, restarted.clusterVersion(t), operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+	requireCondition(t, restarted.clusterVersion(t), clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed)
 }

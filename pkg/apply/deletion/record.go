@@ -20,6 +20,10 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
+// ReasonFailed is the reason of a delete that failed or is stuck: the
+// engine's on the task, and Upgradeable's while it lasts.
+const ReasonFailed = "ResourceDeletionFailed"
+
 // State is where a delete stands. Next documents the transitions.
 type State string
 

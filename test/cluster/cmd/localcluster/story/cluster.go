@@ -10,6 +10,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,8 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/payload-applier/payload-applier/pkg/operator"
 )
 
 // Names from examples/payloads that the story acts on.
@@ -197,13 +196,13 @@ func describe(cv *configv1.ClusterVersion) string {
 		h := cv.Status.History[0]
 		parts = append(parts, fmt.Sprintf("newest history %s %s", h.Version, h.State))
 	}
-	for _, t := range []configv1.ClusterStatusConditionType{operator.ConditionReleaseAccepted, configv1.OperatorUpgradeable, operator.ConditionFailing, configv1.OperatorProgressing} {
+	for _, t := range []configv1.ClusterStatusConditionType{clusterversion.ConditionReleaseAccepted, configv1.OperatorUpgradeable, clusterversion.ConditionFailing, configv1.OperatorProgressing} {
 		if c := Condition(cv, t); c != nil {
 			s := fmt.Sprintf("%s=%s", c.Type, c.Status)
 			if c.Reason != "" {
 				s += " (" + c.Reason + ")"
 			}
-			if c.Status != configv1.ConditionTrue || t == operator.ConditionFailing || t == configv1.OperatorProgressing {
+			if c.Status != configv1.ConditionTrue || t == clusterversion.ConditionFailing || t == configv1.OperatorProgressing {
 				if msg := firstLine(c.Message); msg != "" {
 					s += ": " + msg
 				}

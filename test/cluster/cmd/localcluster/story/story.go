@@ -27,7 +27,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/payload-applier/payload-applier/pkg/operator"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
@@ -203,7 +203,7 @@ func (s *story) removeGadget(ctx context.Context) error {
 			return false, "", err
 		}
 		done := terminating && completed(cv, ReleaseRemove) && cv.Status.History[0].Verified &&
-			hasCondition(cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, operator.ReasonDeletionInProgress)
+			hasCondition(cv, configv1.OperatorUpgradeable, configv1.ConditionFalse, clusterversion.ReasonDeletionInProgress)
 		return done, fmt.Sprintf("Gadget terminating=%t; %s", terminating, describe(cv)), nil
 	}); err != nil {
 		return err
@@ -224,7 +224,7 @@ func (s *story) refuseUnsigned(ctx context.Context) error {
 		return err
 	}
 	if _, err := s.waitForClusterVersion(ctx, "the operator to refuse the unsigned "+ReleaseRemove, func(cv *configv1.ClusterVersion) bool {
-		return hasCondition(cv, operator.ConditionReleaseAccepted, configv1.ConditionFalse, operator.ReasonImageVerificationFailed)
+		return hasCondition(cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonImageVerificationFailed)
 	}); err != nil {
 		return err
 	}
@@ -247,8 +247,8 @@ func (s *story) refuseMinor(ctx context.Context) error {
 		return err
 	}
 	if _, err := s.waitForClusterVersion(ctx, "the operator to refuse "+ReleaseMinor, func(cv *configv1.ClusterVersion) bool {
-		c := Condition(cv, operator.ConditionReleaseAccepted)
-		return c != nil && c.Status == configv1.ConditionFalse && c.Reason == operator.ReasonPreconditionChecks && strings.Contains(c.Message, ReleaseMinor)
+		c := Condition(cv, clusterversion.ConditionReleaseAccepted)
+		return c != nil && c.Status == configv1.ConditionFalse && c.Reason == clusterversion.ReasonPreconditionChecks && strings.Contains(c.Message, ReleaseMinor)
 	}); err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
-package operator
+package clusterversion
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +37,7 @@ func TestModeFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := modeFor(tt.history, configv1.Release{Version: tt.desired}); got != tt.want {
+			if got := ModeFor(tt.history, configv1.Release{Version: tt.desired}); got != tt.want {
 				t.Errorf("modeFor = %s, want %s", got, tt.want)
 			}
 		})
@@ -46,28 +45,28 @@ func TestModeFor(t *testing.T) {
 }
 
 func TestHistory(t *testing.T) {
-	h := startHistory(nil, configv1.Release{Version: "1.0.0"}, t0, "")
+	h := StartHistory(nil, configv1.Release{Version: "1.0.0"}, t0, "")
 	if len(h) != 1 || h[0].State != configv1.PartialUpdate || h[0].CompletionTime != nil {
 		t.Fatalf("a new release starts one partial entry: %+v", h)
 	}
-	h = startHistory(h, configv1.Release{Version: "1.0.0"}, t0, "")
+	h = StartHistory(h, configv1.Release{Version: "1.0.0"}, t0, "")
 	if len(h) != 1 {
 		t.Fatalf("the same release must not add an entry: %+v", h)
 	}
-	h = completeHistory(h, t0)
+	h = CompleteHistory(h, t0)
 	if h[0].State != configv1.CompletedUpdate || h[0].CompletionTime == nil {
 		t.Fatalf("completion must mark the entry Completed with a time: %+v", h[0])
 	}
-	h = startHistory(h, configv1.Release{Version: "1.0.1"}, t0, "forced")
+	h = StartHistory(h, configv1.Release{Version: "1.0.1"}, t0, "forced")
 	if len(h) != 2 || h[0].Version != "1.0.1" || h[0].AcceptedRisks != "forced" || precondition.LastCompletedVersion(h) != "1.0.0" {
 		t.Fatalf("an update adds a newest entry with its risks: %+v", h)
 	}
-	h = startHistory(h, configv1.Release{Version: "1.0.2"}, t0, "")
+	h = StartHistory(h, configv1.Release{Version: "1.0.2"}, t0, "")
 	if h[1].State != configv1.PartialUpdate || h[1].CompletionTime == nil {
 		t.Fatalf("an abandoned update is closed as partial: %+v", h[1])
 	}
 	for i := 0; i < 2*MaxHistory; i++ {
-		h = startHistory(h, configv1.Release{Version: "1.0." + string(rune('a'+i%26)) + strings.Repeat("x", i)}, t0, "")
+		h = StartHistory(h, configv1.Release{Version: "1.0." + string(rune('a'+i%26)) + strings.Repeat("x", i)}, t0, "")
 	}
 	if len(h) != MaxHistory {
 		t.Fatalf("history must be bounded to %d entries, got %d", MaxHistory, len(h))
@@ -129,41 +128,14 @@ func TestUpgradeable(t *testing.T) {
 	}
 }
 
-func TestProgressConditions(t *testing.T) {
-	status := &configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "1.0.1"},
-		History: []configv1.UpdateHistory{entry("1.0.1", configv1.PartialUpdate), entry("1.0.0", configv1.CompletedUpdate)}}
-	fail := &apply.TaskError{Subject: payload.ObjectID{Kind: "ConfigMap", Namespace: "a", Name: "b"}, Reason: apply.ReasonForbidden, Effect: apply.EffectFail, Message: "forbidden"}
-	wait := &apply.TaskError{Subject: payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterOperator", Name: "x"}, Reason: apply.ReasonCOUpdating, Effect: apply.EffectNone, Message: "updating"}
-	progressConditions(status, &apply.SyncResult{Mode: graph.ModeUpdate, Done: 3, Total: 4, Errors: []error{wait}}, t0)
-	p := findCondition(status.Conditions, configv1.OperatorProgressing)
-	if p.Status != configv1.ConditionTrue || p.Message != "Working towards 1.0.1: 3 of 4 done (75% complete), waiting on ClusterOperator.config.openshift.io/x" {
-		t.Errorf("progressing = %+v", p)
-	}
-	if f := findCondition(status.Conditions, ConditionFailing); f.Status != configv1.ConditionFalse {
-		t.Errorf("a wait is not a failure: %+v", f)
-	}
-	if a := findCondition(status.Conditions, configv1.OperatorAvailable); a.Message != "Done applying 1.0.0" {
-		t.Errorf("available = %+v", a)
-	}
-	progressConditions(status, &apply.SyncResult{Mode: graph.ModeUpdate, Done: 2, Total: 4, Errors: []error{fail, errors.New("boom")}}, t0)
-	if f := findCondition(status.Conditions, ConditionFailing); f.Status != configv1.ConditionTrue || f.Reason != ReasonMultipleErrors || !strings.Contains(f.Message, "boom") || !strings.Contains(f.Message, "forbidden") {
-		t.Errorf("failing = %+v", f)
-	}
-	status.History = completeHistory(status.History, t0)
-	progressConditions(status, &apply.SyncResult{Mode: graph.ModeUpdate, Done: 4, Total: 4}, t0)
-	if p := findCondition(status.Conditions, configv1.OperatorProgressing); p.Status != configv1.ConditionFalse || p.Message != "Cluster version is 1.0.1" {
-		t.Errorf("progressing after completion = %+v", p)
-	}
-}
-
 func TestSetConditionKeepsTransitionTime(t *testing.T) {
 	later := metav1.NewTime(t0.Add(time.Hour))
-	conds := setCondition(nil, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionTrue}, t0)
-	conds = setCondition(conds, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionTrue, Message: "m"}, later)
+	conds := SetCondition(nil, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionTrue}, t0)
+	conds = SetCondition(conds, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionTrue, Message: "m"}, later)
 	if !conds[0].LastTransitionTime.Equal(&t0) {
 		t.Errorf("an unchanged status must keep its transition time")
 	}
-	conds = setCondition(conds, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionFalse}, later)
+	conds = SetCondition(conds, configv1.ClusterOperatorStatusCondition{Type: "A", Status: configv1.ConditionFalse}, later)
 	if !conds[0].LastTransitionTime.Equal(&later) {
 		t.Errorf("a changed status must take the new transition time")
 	}
@@ -195,7 +167,7 @@ func TestCleanupConditionAndUpgradeable(t *testing.T) {
 		{"the most pressing wins", []cleanup.Record{{Component: "a", State: cleanup.Completed}, stalled}, configv1.ConditionTrue, cleanup.ReasonStalled, "completed", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, ok := cleanupCondition(tc.recs, now, 10*time.Minute)
+			c, ok := CleanupCondition(tc.recs, now, 10*time.Minute)
 			if !ok || c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
 				t.Errorf("got %s/%s %q, want %s/%s with %q", c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.message)
 			}
@@ -205,7 +177,7 @@ func TestCleanupConditionAndUpgradeable(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := cleanupCondition(nil, now, time.Minute); ok {
+	if _, ok := CleanupCondition(nil, now, time.Minute); ok {
 		t.Error("no cleanup, no condition")
 	}
 }

@@ -1,4 +1,4 @@
-package operator
+package clusterversion
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ const maxInvalidMessageBytes = 4096
 // validation names one by one.
 const maxInvalidCapabilities = 10
 
-// validateClusterVersion checks the spec as the CVO's ValidateClusterVersion
+// Validate checks the spec as the CVO's ValidateClusterVersion
 // (lib/validation) does, and the capability names and sets, which the CVO
 // leaves to the CRD's enums: a cluster whose CRD lacks them, or a newer
 // CRD naming capabilities this release does not know, lets them through.
@@ -31,7 +31,7 @@ const maxInvalidCapabilities = 10
 // Unlike the CVO it accepts a desiredUpdate.version without an image that
 // is neither in availableUpdates nor in history: this operator finds
 // releases by version in its release store.
-func validateClusterVersion(cv *configv1.ClusterVersion) field.ErrorList {
+func Validate(cv *configv1.ClusterVersion) field.ErrorList {
 	var errs field.ErrorList
 	spec := field.NewPath("spec")
 	if u := cv.Spec.Upstream; u != "" {
@@ -127,24 +127,24 @@ func invalidCondition(errs field.ErrorList) *configv1.ClusterOperatorStatusCondi
 		Reason: ReasonInvalidClusterVersion, Message: textwrap.Bound(b.String(), maxInvalidMessageBytes)}
 }
 
-// checkSpec validates cv's spec, sets or removes Invalid, and clears the
+// CheckSpec validates cv's spec, sets or removes Invalid, and clears the
 // invalid fields from cv so that this pass does not act on them. Only the
 // status is written back, so the admin's spec stays as written.
-func checkSpec(cv *configv1.ClusterVersion, now metav1.Time) field.ErrorList {
-	errs := validateClusterVersion(cv)
+func CheckSpec(cv *configv1.ClusterVersion, now metav1.Time) field.ErrorList {
+	errs := Validate(cv)
 	if c := invalidCondition(errs); c != nil {
-		cv.Status.Conditions = setCondition(cv.Status.Conditions, *c, now)
+		cv.Status.Conditions = SetCondition(cv.Status.Conditions, *c, now)
 	} else {
-		cv.Status.Conditions = removeCondition(cv.Status.Conditions, ConditionInvalid)
+		cv.Status.Conditions = RemoveCondition(cv.Status.Conditions, ConditionInvalid)
 	}
 	clearInvalidFields(cv, errs)
 	return errs
 }
 
-// progressingWhileInvalid says in Progressing, as the CVO does, that the
+// ProgressingWhileInvalid says in Progressing, as the CVO does, that the
 // operator stopped acting on the spec; a pass that failed keeps its reason.
-func progressingWhileInvalid(status *configv1.ClusterVersionStatus, now metav1.Time) {
-	p := findCondition(status.Conditions, configv1.OperatorProgressing)
+func ProgressingWhileInvalid(status *configv1.ClusterVersionStatus, now metav1.Time) {
+	p := FindCondition(status.Conditions, configv1.OperatorProgressing)
 	if p == nil || p.Reason != "" {
 		return
 	}
@@ -155,5 +155,5 @@ func progressingWhileInvalid(status *configv1.ClusterVersionStatus, now metav1.T
 	} else {
 		c.Message = fmt.Sprintf("Reconciling %s: the cluster version is invalid", status.Desired.Version)
 	}
-	status.Conditions = setCondition(status.Conditions, c, now)
+	status.Conditions = SetCondition(status.Conditions, c, now)
 }

@@ -1,7 +1,6 @@
-package operator
+package clusterversion
 
 import (
-	"context"
 	"strings"
 	"testing"
 
@@ -63,7 +62,7 @@ func TestValidateClusterVersion(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cv := &configv1.ClusterVersion{Spec: tc.spec}
-			errs := validateClusterVersion(cv)
+			errs := Validate(cv)
 			var got []string
 			for _, e := range errs {
 				got = append(got, e.Field)
@@ -99,7 +98,7 @@ func TestValidateClusterVersion(t *testing.T) {
 
 func TestInvalidMessageIsBounded(t *testing.T) {
 	cv := &configv1.ClusterVersion{Spec: configv1.ClusterVersionSpec{ClusterID: configv1.ClusterID(strings.Repeat("z", 100_000))}}
-	c := invalidCondition(validateClusterVersion(cv))
+	c := invalidCondition(Validate(cv))
 	if c == nil || len(c.Message) > maxInvalidMessageBytes {
 		t.Fatalf("message of %d bytes", len(c.Message))
 	}
@@ -108,17 +107,17 @@ func TestInvalidMessageIsBounded(t *testing.T) {
 func TestCheckSpecSetsAndRemovesInvalid(t *testing.T) {
 	now := metav1.Now()
 	cv := &configv1.ClusterVersion{Spec: configv1.ClusterVersionSpec{DesiredUpdate: &configv1.Update{}}}
-	if errs := checkSpec(cv, now); len(errs) != 1 || cv.Spec.DesiredUpdate != nil {
+	if errs := CheckSpec(cv, now); len(errs) != 1 || cv.Spec.DesiredUpdate != nil {
 		t.Fatalf("errs %v, desiredUpdate %+v", errs, cv.Spec.DesiredUpdate)
 	}
-	if c := findCondition(cv.Status.Conditions, ConditionInvalid); c == nil || c.Status != configv1.ConditionTrue {
+	if c := FindCondition(cv.Status.Conditions, ConditionInvalid); c == nil || c.Status != configv1.ConditionTrue {
 		t.Fatalf("Invalid = %+v", c)
 	}
 	cv.Spec.DesiredUpdate = &configv1.Update{Version: "1.0.0"}
-	if errs := checkSpec(cv, now); len(errs) != 0 {
+	if errs := CheckSpec(cv, now); len(errs) != 0 {
 		t.Fatal(errs)
 	}
-	if c := findCondition(cv.Status.Conditions, ConditionInvalid); c != nil {
+	if c := FindCondition(cv.Status.Conditions, ConditionInvalid); c != nil {
 		t.Fatalf("Invalid stays once the spec is valid: %+v", c)
 	}
 }
@@ -138,31 +137,9 @@ func TestProgressingWhileInvalid(t *testing.T) {
 			"UpdatePayloadFailed", "Error while reconciling 1.0.0: x"},
 	} {
 		st := &configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "1.0.0"}, Conditions: []configv1.ClusterOperatorStatusCondition{tc.in}}
-		progressingWhileInvalid(st, now)
+		ProgressingWhileInvalid(st, now)
 		if c := st.Conditions[0]; c.Reason != tc.reason || c.Message != tc.message {
 			t.Errorf("%q → %s %q, want %s %q", tc.in.Message, c.Reason, c.Message, tc.reason, tc.message)
 		}
 	}
-}
-
-// TestSyncWithOnlyAnInvalidRequest: with no release yet, an empty
-// desiredUpdate is Invalid and, being no request, leaves Failing at
-// NoDesiredUpdate; nothing is applied.
-func TestSyncWithOnlyAnInvalidRequest(t *testing.T) {
-	c := newFakeCluster(t, &DirStore{Root: t.TempDir()}, "")
-	out, err := c.op.Sync(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Result != nil || len(out.Invalid) != 1 {
-		t.Fatalf("outcome %+v", out)
-	}
-	cv, err := c.config.ConfigV1().ClusterVersions().Get(context.Background(), "version", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantCondition(t, cv, ConditionInvalid, configv1.ConditionTrue, ReasonInvalidClusterVersion, "spec.desiredUpdate: Required value")
-	wantCondition(t, cv, ConditionFailing, configv1.ConditionTrue, ReasonNoDesiredUpdate, "No release is requested")
-	// That the spec stays as the admin wrote it needs the status
-	// subresource, which the fake lacks: TestInvalidClusterVersion (e2e).
 }

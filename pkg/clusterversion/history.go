@@ -1,4 +1,4 @@
-package operator
+package clusterversion
 
 import (
 	configv1 "github.com/openshift/api/config/v1"
@@ -10,10 +10,10 @@ import (
 // MaxHistory bounds status.history, as in the CVO.
 const MaxHistory = 100
 
-// modeFor picks the pass's mode from history, as the CVO does: install until
+// ModeFor picks the pass's mode from history, as the CVO does: install until
 // some release has completed, reconcile while the newest entry is the
 // completed desired release, update otherwise.
-func modeFor(history []configv1.UpdateHistory, desired configv1.Release) graph.Mode {
+func ModeFor(history []configv1.UpdateHistory, desired configv1.Release) graph.Mode {
 	completed := false
 	for _, h := range history {
 		if h.State == configv1.CompletedUpdate {
@@ -36,9 +36,9 @@ func sameRelease(h configv1.UpdateHistory, r configv1.Release) bool {
 	return h.Version == r.Version
 }
 
-// startHistory records that the cluster now works towards desired. An entry
+// StartHistory records that the cluster now works towards desired. An entry
 // for the same release is kept, so a restart mid-update resumes it.
-func startHistory(history []configv1.UpdateHistory, desired configv1.Release, now metav1.Time, acceptedRisks string) []configv1.UpdateHistory {
+func StartHistory(history []configv1.UpdateHistory, desired configv1.Release, now metav1.Time, acceptedRisks string) []configv1.UpdateHistory {
 	if len(history) > 0 && sameRelease(history[0], desired) {
 		if acceptedRisks != "" {
 			history[0].AcceptedRisks = acceptedRisks
@@ -65,8 +65,8 @@ func startHistory(history []configv1.UpdateHistory, desired configv1.Release, no
 	return history
 }
 
-// completeHistory marks the newest entry Completed.
-func completeHistory(history []configv1.UpdateHistory, now metav1.Time) []configv1.UpdateHistory {
+// CompleteHistory marks the newest entry Completed.
+func CompleteHistory(history []configv1.UpdateHistory, now metav1.Time) []configv1.UpdateHistory {
 	if len(history) == 0 || history[0].State == configv1.CompletedUpdate {
 		return history
 	}

@@ -1,44 +1,29 @@
-package operator
+package clusterversion
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"strings"
 
 	configv1 "github.com/openshift/api/config/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/crdcompat"
-	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
-// Reasons of the Upgradeable condition. A failed delete gives
-// apply.ReasonDeletionFailed and overrides give
-// precondition.ReasonClusterVersionOverridesSet, which the update checks
-// share.
-const (
-	ReasonDeletionInProgress   = "ResourceDeletionInProgress"
-	ReasonOperatorsNotUpgrade  = "ClusterOperatorsNotUpgradeable"
-	ReasonMultipleReasons      = "MultipleReasons"
-	ReasonAsExpected           = "AsExpected"
-	maxNamedObjectsInCondition = 10
-)
-
-// upgradeableBlocker is one reason not to start a minor or major update.
-type upgradeableBlocker struct {
+// blocker is one reason not to start a minor or major update.
+type blocker struct {
 	Reason  string
 	Message string
 }
 
-// upgradeableObservation is what Upgradeable is judged from that the
+// UpgradeableObservation is what Upgradeable is judged from that the
 // cluster holds, read at one moment: after the pass's applies, it sees
 // what they wrote.
-type upgradeableObservation struct {
+type UpgradeableObservation struct {
 	// Operators are the ClusterOperators; nil when they cannot be listed.
 	Operators []configv1.ClusterOperator
 	// AdminAckVersion is the version whose admin gates apply, "" before
@@ -49,57 +34,37 @@ type upgradeableObservation struct {
 	CRDRemovals []crdcompat.PendingRemoval
 }
 
-// upgradeablePass is what the pass itself knows for Upgradeable: its
+// UpgradeablePass is what the pass itself knows for Upgradeable: its
 // deletes and operand cleanups, and whether their state could be read.
-type upgradeablePass struct {
+type UpgradeablePass struct {
 	Deletes    deletion.Summary
 	Cleanups   []cleanup.Record
 	LedgerErr  error
 	CleanupErr error
 }
 
-// observeUpgradeable reads what Upgradeable needs for cv as it is now:
-// one LIST of ClusterOperators, the two admin ConfigMaps once a release is
-// known, and the CRD removals of status.desired's release.
-func (o *Operator) observeUpgradeable(ctx context.Context, cv *configv1.ClusterVersion) upgradeableObservation {
-	var obs upgradeableObservation
-	if cos, err := o.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{}); err == nil {
-		obs.Operators = cos.Items
-	}
-	var rel *payload.Release
-	var relErr error
-	if cv.Status.Desired.Version != "" {
-		rel, relErr = o.currentRelease(ctx, cv)
-	}
-	obs.CRDRemovals = o.pendingCRDRemovals(ctx, cv, rel, relErr)
-	if obs.AdminAckVersion = precondition.AdminAckVersion(cv.Status.History); obs.AdminAckVersion != "" {
-		obs.AdminGates, obs.AdminAcks = o.readAdminAcks(ctx, rel)
-	}
-	return obs
-}
-
-// decideUpgradeable is the condition for what obs saw and pass knows,
+// Upgradeable is the condition for what obs saw and pass knows,
 // under overrides; it reads nothing.
-func decideUpgradeable(obs upgradeableObservation, pass upgradeablePass, overrides []configv1.ComponentOverride) configv1.ClusterOperatorStatusCondition {
+func Upgradeable(obs UpgradeableObservation, pass UpgradeablePass, overrides []configv1.ComponentOverride) configv1.ClusterOperatorStatusCondition {
 	blockers := upgradeableBlockers(pass.Deletes, pass.Cleanups, obs.Operators, overrides)
 	blockers = append(blockers, crdRemovalBlocker(obs.CRDRemovals)...)
 	for _, b := range precondition.JudgeAdminAcks(obs.AdminAckVersion, obs.AdminGates, obs.AdminAcks).Blockers {
-		blockers = append(blockers, upgradeableBlocker{Reason: b.Reason, Message: b.Message})
+		blockers = append(blockers, blocker{Reason: b.Reason, Message: b.Message})
 	}
 	if pass.LedgerErr != nil {
-		blockers = append(blockers, upgradeableBlocker{Reason: ReasonDeleteLedgerUnreadable,
+		blockers = append(blockers, blocker{Reason: ReasonDeleteLedgerUnreadable,
 			Message: "Cluster minor or major version upgrades are not allowed while the delete ledger is unreadable: which deletes are pending is unknown"})
 	}
 	if pass.CleanupErr != nil {
-		blockers = append(blockers, upgradeableBlocker{Reason: ReasonOperandCleanupStateUnreadable,
+		blockers = append(blockers, blocker{Reason: ReasonOperandCleanupStateUnreadable,
 			Message: "Cluster minor or major version upgrades are not allowed while the operand cleanup state is unreadable: which cleanups are under way is unknown"})
 	}
 	return upgradeableCondition(blockers, pass.Deletes.Reappeared)
 }
 
 // upgradeableBlockers gathers every source of Upgradeable=False.
-func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, operators []configv1.ClusterOperator, overrides []configv1.ComponentOverride) []upgradeableBlocker {
-	var out []upgradeableBlocker
+func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, operators []configv1.ClusterOperator, overrides []configv1.ComponentOverride) []blocker {
+	var out []blocker
 	var cleaning []string
 	for _, c := range cleanups {
 		if c.State == cleanup.Running || c.State == cleanup.Waiting {
@@ -107,15 +72,15 @@ func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, op
 		}
 	}
 	if len(cleaning) > 0 {
-		out = append(out, upgradeableBlocker{
+		out = append(out, blocker{
 			Reason:  cleanup.ReasonInProgress,
 			Message: "Cluster minor or major version upgrades are not allowed while operand cleanup runs for " + strings.Join(cleaning, ", "),
 		})
 	}
 	failed := append(append([]deletion.Record(nil), deletes.Failed...), without(deletes.Stuck, deletes.Failed)...)
 	if len(failed) > 0 {
-		out = append(out, upgradeableBlocker{
-			Reason: string(apply.ReasonDeletionFailed),
+		out = append(out, blocker{
+			Reason: deletion.ReasonFailed,
 			Message: "Cluster minor or major version upgrades are not allowed while resource deletions fail or are stuck: " +
 				describeRecords(failed, true),
 		})
@@ -138,7 +103,7 @@ func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, op
 		default:
 			msg += describeRecords(issued, false) + "; waiting behind them: " + describeRecords(paced, false)
 		}
-		out = append(out, upgradeableBlocker{Reason: ReasonDeletionInProgress, Message: msg})
+		out = append(out, blocker{Reason: ReasonDeletionInProgress, Message: msg})
 	}
 	var notUpgradeable []string
 	for _, co := range operators {
@@ -150,14 +115,14 @@ func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, op
 	}
 	if len(notUpgradeable) > 0 {
 		sort.Strings(notUpgradeable)
-		out = append(out, upgradeableBlocker{
+		out = append(out, blocker{
 			Reason:  ReasonOperatorsNotUpgrade,
 			Message: "Cluster operators are not upgradeable: " + strings.Join(notUpgradeable, "; "),
 		})
 	}
 	for _, o := range overrides {
 		if o.Unmanaged {
-			out = append(out, upgradeableBlocker{
+			out = append(out, blocker{
 				Reason:  precondition.ReasonClusterVersionOverridesSet,
 				Message: precondition.OverridesMessage,
 			})
@@ -170,7 +135,7 @@ func upgradeableBlockers(deletes deletion.Summary, cleanups []cleanup.Record, op
 // upgradeableCondition folds the blockers into one condition. Objects
 // that reappeared after their delete block nothing, but the message warns
 // of them: they are left in place and never deleted again.
-func upgradeableCondition(blockers []upgradeableBlocker, reappeared []deletion.Record) configv1.ClusterOperatorStatusCondition {
+func upgradeableCondition(blockers []blocker, reappeared []deletion.Record) configv1.ClusterOperatorStatusCondition {
 	c := foldBlockers(blockers)
 	if len(reappeared) > 0 {
 		c.Message += "\nWarning: reappeared after their delete, left in place and never deleted again: " + describeRecords(reappeared, false)
@@ -178,7 +143,7 @@ func upgradeableCondition(blockers []upgradeableBlocker, reappeared []deletion.R
 	return c
 }
 
-func foldBlockers(blockers []upgradeableBlocker) configv1.ClusterOperatorStatusCondition {
+func foldBlockers(blockers []blocker) configv1.ClusterOperatorStatusCondition {
 	c := configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorUpgradeable}
 	switch len(blockers) {
 	case 0:
@@ -230,4 +195,56 @@ func describeRecords(recs []deletion.Record, withDetail bool) string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, ", ")
+}
+
+// crdRemovalMessagePrefix starts the message of every
+// crdcompat.ReasonVersionRemovalPending blocker, so that plan can find it
+// within a MultipleReasons message.
+const crdRemovalMessagePrefix = "Cluster minor or major version upgrades are not allowed while CustomResourceDefinition versions that the next minor or major release removes are still stored: "
+
+// maxCRDRemovalMessageBytes bounds the message: CRD names and read errors
+// come from outside.
+const maxCRDRemovalMessageBytes = 4 << 10
+
+// crdRemovalBlocker is one blocker naming up to ten pending removals, or
+// none.
+func crdRemovalBlocker(pending []crdcompat.PendingRemoval) []blocker {
+	if len(pending) == 0 {
+		return nil
+	}
+	return []blocker{{Reason: crdcompat.ReasonVersionRemovalPending, Message: CRDRemovalMessage(pending)}}
+}
+
+// CRDRemovalMessage names each CRD, version, removal release and object
+// count, and says how to clear it; one line.
+func CRDRemovalMessage(pending []crdcompat.PendingRemoval) string {
+	sorted := append([]crdcompat.PendingRemoval(nil), pending...)
+	sort.Slice(sorted, func(i, j int) bool {
+		if sorted[i].CRD != sorted[j].CRD {
+			return sorted[i].CRD < sorted[j].CRD
+		}
+		return sorted[i].Version < sorted[j].Version
+	})
+	var parts []string
+	for i, p := range sorted {
+		if i == maxNamedObjectsInCondition {
+			parts = append(parts, fmt.Sprintf("and %d more", len(sorted)-i))
+			break
+		}
+		var count string
+		switch {
+		case p.Err != "":
+			count = "objects not counted: " + p.Err
+		case p.Objects == 0:
+			count = "no objects left, but status.storedVersions still lists it"
+		case p.Objects == 1:
+			count = "1 object, which may still be stored in it"
+		default:
+			count = fmt.Sprintf("%d objects, which may still be stored in it", p.Objects)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (removed in %s; %s)", p.CRD, p.Version, p.RemovedIn, count))
+	}
+	msg := crdRemovalMessagePrefix + strings.Join(parts, ", ") +
+		"; run 'payload-applier crd migrate-storage NAME' for each CustomResourceDefinition, which moves its objects to the storage version and leaves only that version in status.storedVersions"
+	return textwrap.Bound(strings.ReplaceAll(msg, "\n", " "), maxCRDRemovalMessageBytes)
 }
