@@ -374,7 +374,7 @@ func TestLivePlanListsEachCustomResourceOnce(t *testing.T) {
 				t.Errorf("the Widgets were listed %d times, want once", c.widgetLists)
 			}
 			a := plan.Actions[0]
-			if a.Action != apply.PlanUpdate || !strings.Contains(a.Reason, "blocked ("+string(apply.ReasonCRDUpdateBlocked)+")") ||
+			if a.Action != apply.ActionConfigured || !strings.Contains(a.Reason, "blocked ("+string(apply.ReasonCRDUpdateBlocked)+")") ||
 				!strings.Contains(a.Reason, "rejects 3 existing object(s)") {
 				t.Errorf("the CRD is planned %s %q, want a blocked update naming the three Widgets", a.Action, a.Reason)
 			}

@@ -505,7 +505,7 @@ func newPlanTask(a apply.PlannedAction) planTask {
 		File: m.File, Line: m.Line,
 		Group: m.GVK.Group, Version: m.GVK.Version, Kind: m.GVK.Kind,
 		Namespace: m.Obj.GetNamespace(), Name: m.Obj.GetName(),
-		Action: string(a.Action), Reason: a.Reason,
+		Action: a.Action.Planned(), Reason: a.Reason,
 		subject: m.ID().String(),
 	}
 }

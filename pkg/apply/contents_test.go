@@ -115,7 +115,7 @@ func TestADestructiveDeleteNamesWhatItTakesBeforeTheDelete(t *testing.T) {
 					planned = p
 				}
 			}
-			if planned.Action != PlanDelete || !strings.Contains(planned.Reason, "takes with it "+strings.SplitN(tc.want[0], "also deletes ", 2)[1]) {
+			if planned.Action != ActionDeleteRequested || !strings.Contains(planned.Reason, "takes with it "+strings.SplitN(tc.want[0], "also deletes ", 2)[1]) {
 				t.Errorf("plan: %s (%s), want a delete that says what it takes", planned.Action, planned.Reason)
 			}
 

@@ -111,7 +111,7 @@ func TestPlanNotesCRDsFromTheAcceptanceChecks(t *testing.T) {
 		t.Errorf("a plan without checks must judge the CRD itself: %d lists in all, want 2", lists)
 	}
 	got, want := p.Actions[0], alone.Actions[0]
-	if got.Action != PlanUpdate || got.Reason != want.Reason || !strings.Contains(got.Reason, "blocked ("+string(ReasonCRDUpdateBlocked)+")") {
+	if got.Action != ActionConfigured || got.Reason != want.Reason || !strings.Contains(got.Reason, "blocked ("+string(ReasonCRDUpdateBlocked)+")") {
 		t.Errorf("note from the checks: %s %q\nnote judged by the plan: %s %q", got.Action, got.Reason, want.Action, want.Reason)
 	}
 }

@@ -20,30 +20,6 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// PlanAction is what a pass would do to one manifest. The values are part of
-// the `payload-applier plan -o json` contract: never rename one.
-type PlanAction string
-
-const (
-	// PlanApply is the offline action of a create-or-update manifest:
-	// without a cluster, create and update cannot be told apart.
-	PlanApply PlanAction = "apply"
-	// PlanCreate: the object is missing, or its type is not served yet.
-	PlanCreate PlanAction = "create"
-	// PlanUpdate: the object exists and server-side apply would change it.
-	PlanUpdate PlanAction = "update"
-	// PlanUnchanged: the object holds what the manifest sets, or it is
-	// create-only and exists.
-	PlanUnchanged PlanAction = "unchanged"
-	// PlanDelete: a delete manifest whose object is deleted or terminating.
-	PlanDelete PlanAction = "delete"
-	// PlanAlreadyDeleted: a delete manifest whose object is gone.
-	PlanAlreadyDeleted PlanAction = "already-deleted"
-	// PlanSkip: nothing happens; Reason says why (an inclusion filter, a
-	// mode that issues no delete, a refused delete).
-	PlanSkip PlanAction = "skip"
-)
-
 const (
 	// planParallelism bounds concurrent reads and dry runs: a plan is a
 	// question asked on the side, so it should not load the apiserver.
@@ -83,7 +59,9 @@ func (o *PlanOptions) setDefaults() {
 // PlannedAction is the plan for one manifest.
 type PlannedAction struct {
 	Manifest *payload.Manifest
-	Action   PlanAction
+	// Action is what the sync would report; Action.Planned is the word a
+	// plan prints for it.
+	Action Action
 	// Reason explains the action: a create-only note, the changed fields of
 	// an update, what holds a delete, why a manifest is skipped.
 	Reason string
@@ -101,7 +79,7 @@ type Plan struct {
 	Apply, Deletes *graph.Graph
 	// Actions is index-aligned with the release's Manifests.
 	Actions []PlannedAction
-	// Skipped holds one PlanSkip per manifest that the inclusion filters
+	// Skipped holds one ActionSkipped per manifest that the inclusion filters
 	// dropped, index-aligned with the release's Skipped.
 	Skipped []PlannedAction
 }
@@ -122,17 +100,17 @@ func newPlan(rel *payload.Release, opts PlanOptions, waves *payload.WaveRule) *P
 		p.Actions[i].Manifest = m
 	}
 	for i, s := range rel.Skipped {
-		p.Skipped[i] = PlannedAction{Manifest: s.Manifest, Action: PlanSkip, Reason: s.Filter + " filter: " + s.Reason}
+		p.Skipped[i] = PlannedAction{Manifest: s.Manifest, Action: ActionSkipped, Reason: s.Filter + " filter: " + s.Reason}
 	}
 	return p
 }
 
 // PlanOffline plans rel without a cluster. A create-or-update manifest is
-// PlanApply. A delete manifest is PlanDelete in update mode and PlanSkip in
-// the others: install and reconcile passes start no delete, and whether an
-// earlier update claimed one is in the ledger, which only a cluster holds.
-// Deletes of the applier's own objects are PlanSkip, as the engine refuses
-// them.
+// ActionApplied. A delete manifest is ActionDeleteRequested in update mode
+// and ActionNotDeleted in the others: install and reconcile passes start no
+// delete, and whether an earlier update claimed one is in the ledger, which
+// only a cluster holds. Deletes of the applier's own objects are
+// ActionRefused, as the engine refuses them.
 func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 	opts.setDefaults()
 	p := newPlan(rel, opts, payload.NewWaveRule(rel, nil))
@@ -143,16 +121,16 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 		a := &p.Actions[i]
 		switch {
 		case !m.Delete():
-			a.Action = PlanApply
+			a.Action = ActionApplied
 			if m.CreateOnly() {
 				a.Reason = "create-only: created when missing, never updated"
 			}
 		case opts.Mode != graph.ModeUpdate:
-			a.Action, a.Reason = PlanSkip, notDeletingReason(opts.Mode, false)
+			a.Action, a.Reason = ActionNotDeleted, notDeletingReason(opts.Mode, false)
 		default:
-			a.Action = PlanDelete
+			a.Action = ActionDeleteRequested
 			if err := guard.admit(deleteRequest{id: m.ID()}); err != nil {
-				a.Action, a.Reason = PlanSkip, refusalReason(err)
+				a.Action, a.Reason = ActionRefused, refusalReason(err)
 			}
 		}
 	}
@@ -168,7 +146,7 @@ func PlanOffline(rel *payload.Release, opts PlanOptions) *Plan {
 // are those dry runs. An error means a read failed; no partial plan is
 // returned.
 //
-// Limits: a kind the cluster does not serve yet is PlanCreate, although an
+// Limits: a kind the cluster does not serve yet is ActionCreated, although an
 // object of it may exist under another version; a delete's pacing is noted
 // in the reason of the deletes it holds back, not simulated.
 func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOptions) (*Plan, error) {
@@ -212,7 +190,7 @@ func (p *pass) planApply(ctx context.Context, m *payload.Manifest, crds *CRDChec
 	a := PlannedAction{Manifest: m}
 	rc, err := p.resourceFor(m)
 	if meta.IsNoMatchError(err) {
-		a.Action, a.Reason = PlanCreate, typeMissingReason(p.rel, m)
+		a.Action, a.Reason = ActionCreated, typeMissingReason(p.rel, m)
 		return a, nil
 	}
 	if err != nil {
@@ -224,22 +202,24 @@ func (p *pass) planApply(ctx context.Context, m *payload.Manifest, crds *CRDChec
 	}
 	switch {
 	case live == nil:
-		a.Action, a.Reason = PlanCreate, "not found"
+		a.Action, a.Reason = ActionCreated, "not found"
 		if m.CreateOnly() {
 			a.Reason += "; create-only: never updated afterwards"
 		}
 		return a, nil
 	case m.CreateOnly():
-		a.Action, a.Reason = PlanUnchanged, "create-only"
+		// The sync reports ActionSkipped, but the plan contract calls a
+		// present create-only object unchanged.
+		a.Action, a.Reason = ActionUnchanged, "create-only"
 		return a, nil
 	}
 	want := p.e.withoutUndeclared(m, desiredObject(m))
 	if p.e.unchanged(m, want, live) {
-		a.Action = PlanUnchanged
+		a.Action = ActionUnchanged
 		return a, nil
 	}
 	a.Action, a.Reason, err = planUpdate(ctx, rc, want, live)
-	if err == nil && a.Action == PlanUpdate && m.IsCRD() {
+	if err == nil && a.Action == ActionConfigured && m.IsCRD() {
 		a.Reason += "; " + p.crdPlanNote(ctx, m, live, crds)
 	}
 	return a, err
@@ -248,7 +228,7 @@ func (p *pass) planApply(ctx context.Context, m *payload.Manifest, crds *CRDChec
 // planUpdate dry-runs the apply and names the fields it would change.
 // When the server refuses the dry run (the object is invalid, or the user
 // may only read), the reason names the drifted fields the manifest sets.
-func planUpdate(ctx context.Context, rc resourceClient, want, live *unstructured.Unstructured) (PlanAction, string, error) {
+func planUpdate(ctx context.Context, rc resourceClient, want, live *unstructured.Unstructured) (Action, string, error) {
 	next, err := rc.apply(ctx, want, true)
 	note := ""
 	if dropped := dropUndeclared(want, err); len(dropped) > 0 {
@@ -260,13 +240,13 @@ func planUpdate(ctx context.Context, rc resourceClient, want, live *unstructured
 		case ReasonClusterDown, ReasonClusterOverloaded, ReasonClusterError, ReasonUnauthorized:
 			return "", "", fmt.Errorf("dry run: %w", err)
 		}
-		return PlanUpdate, fmt.Sprintf("%s (from the manifest; the server-side dry run failed: %v)%s",
+		return ActionConfigured, fmt.Sprintf("%s (from the manifest; the server-side dry run failed: %v)%s",
 			summarizeFields(driftedFields(live.Object, want.Object)), err, note), nil
 	}
 	if changed := changedFields(live.Object, next.Object); len(changed) > 0 {
-		return PlanUpdate, summarizeFields(changed) + note, nil
+		return ActionConfigured, summarizeFields(changed) + note, nil
 	}
-	return PlanUnchanged, "differs only in form; the server keeps the object as it is" + note, nil
+	return ActionUnchanged, "differs only in form; the server keeps the object as it is" + note, nil
 }
 
 // planDelete runs the engine's delete transition on what the cluster and
@@ -280,7 +260,7 @@ func (p *pass) planDelete(ctx context.Context, m *payload.Manifest) (PlannedActi
 	a := deleteAction(m, p.opts.Mode, live, step)
 	if step.Outcome == deletion.OutcomeIssue {
 		if err := p.admit(deleteRequest{id: p.e.identity(m)}); err != nil {
-			a.Action, a.Reason = PlanSkip, refusalReason(err)
+			a.Action, a.Reason = ActionRefused, refusalReason(err)
 		} else if destructive(m) {
 			switch c, err := p.e.contents(ctx, p.rel, m, live); {
 			case err != nil:
@@ -301,26 +281,32 @@ func deleteAction(m *payload.Manifest, mode graph.Mode, live *unstructured.Unstr
 	next := step.Record
 	switch step.Outcome {
 	case deletion.OutcomeIssue:
-		a.Action, a.Reason = PlanDelete, "present, "+holders(deletion.FinalizersOf(live))
+		a.Action, a.Reason = ActionDeleteRequested, "present, "+holders(deletion.FinalizersOf(live))
 		if mode != graph.ModeUpdate && next.Release != "" {
 			a.Reason += fmt.Sprintf("; the update to %s asked for it (ledger)", next.Release)
 		}
 	case deletion.OutcomeOngoing:
-		a.Action = PlanDelete
+		a.Action = ActionDeleting
 		a.Reason = fmt.Sprintf("already terminating since %s, %s", deletion.FormatTime(next.DeletionTimestamp), holders(next.Finalizers))
 	case deletion.OutcomeAbsent:
-		a.Action, a.Reason = PlanAlreadyDeleted, "not found"
+		a.Action, a.Reason = ActionAlreadyDeleted, "not found"
 	case deletion.OutcomeCompleted:
-		a.Action, a.Reason = PlanAlreadyDeleted, "gone; the ledger's delete in progress completes"
+		a.Action, a.Reason = ActionDeleted, "gone; the ledger's delete in progress completes"
 	case deletion.OutcomeDone:
-		a.Action, a.Reason = PlanAlreadyDeleted, "delete completed at "+deletion.FormatTime(next.CompletedAt)
+		a.Action, a.Reason = ActionAlreadyDeleted, "delete completed at "+deletion.FormatTime(next.CompletedAt)
 	case deletion.OutcomeReappeared:
-		a.Action = PlanSkip
+		a.Action = ActionReappeared
 		a.Reason = fmt.Sprintf("reappeared after its delete completed at %s; not deleted again", deletion.FormatTime(next.CompletedAt))
 	default: // deletion.OutcomeNotDeleting
-		a.Action, a.Reason = PlanSkip, "present; "+notDeletingReason(mode, true)
+		a.Action, a.Reason = ActionNotDeleted, "present; "+notDeletingReason(mode, true)
 	}
 	return a
+}
+
+// deletes reports whether the pass would delete a's object or find it
+// terminating.
+func (a *PlannedAction) deletes() bool {
+	return a.Action == ActionDeleteRequested || a.Action == ActionDeleting
 }
 
 // notDeletingReason explains why a mode other than update issues no delete.
@@ -363,7 +349,7 @@ func (p *Plan) notePacing() {
 			var issued []*PlannedAction
 			for _, t := range wave {
 				a := &p.Actions[t.Index]
-				if a.Action != PlanDelete {
+				if !a.deletes() {
 					continue
 				}
 				if len(blockers) > 0 {
@@ -405,7 +391,7 @@ func (p *Plan) noteCleanupGates(rel *payload.Release) {
 		}
 		a := &p.Actions[n.Tasks[0].Index]
 		c, ok := gates[a.Manifest.Component]
-		if !ok || a.Action != PlanDelete {
+		if !ok || !a.deletes() {
 			continue
 		}
 		var crds []string

@@ -90,44 +90,44 @@ func TestPlanOffline(t *testing.T) {
 		"update mode deletes, paced by waves: a barrier alone, passive deletes together": {
 			mode: graph.ModeUpdate,
 			want: map[string]PlannedAction{
-				"old3": {Action: PlanDelete},
-				"old2": {Action: PlanDelete},
-				"old1": {Action: PlanDelete},
-				"z2":   {Action: PlanDelete},
-				"z":    {Action: PlanDelete},
-				"dep":  {Action: PlanDelete, Reason: "issued once ConfigMap/ns/z2 and ConfigMap/ns/z are gone"},
-				"ya":   {Action: PlanDelete, Reason: "issued once Deployment.apps/ns/dep is gone"},
-				"x":    {Action: PlanDelete, Reason: "issued once Deployment.apps/ns/dep is gone"},
+				"old3": {Action: ActionDeleteRequested},
+				"old2": {Action: ActionDeleteRequested},
+				"old1": {Action: ActionDeleteRequested},
+				"z2":   {Action: ActionDeleteRequested},
+				"z":    {Action: ActionDeleteRequested},
+				"dep":  {Action: ActionDeleteRequested, Reason: "issued once ConfigMap/ns/z2 and ConfigMap/ns/z are gone"},
+				"ya":   {Action: ActionDeleteRequested, Reason: "issued once Deployment.apps/ns/dep is gone"},
+				"x":    {Action: ActionDeleteRequested, Reason: "issued once Deployment.apps/ns/dep is gone"},
 			},
 		},
 		"strict order: update mode deletes, paced within a chain, and never the applier's own objects": {
 			mode:   graph.ModeUpdate,
 			strict: true,
 			want: map[string]PlannedAction{
-				"cm":          {Action: PlanApply},
-				"once":        {Action: PlanApply, Reason: "create-only: created when missing, never updated"},
-				"old3":        {Action: PlanDelete},
-				"old2":        {Action: PlanDelete, Reason: "issued once ConfigMap/ns/old3 is gone"},
-				"old1":        {Action: PlanDelete, Reason: "issued once ConfigMap/ns/old2 is gone"},
-				"kube-system": {Action: PlanSkip, Reason: "refusing to delete Namespace/kube-system: it is a protected namespace"},
-				"after":       {Action: PlanDelete}, // a refusal holds nothing back
+				"cm":          {Action: ActionApplied},
+				"once":        {Action: ActionApplied, Reason: "create-only: created when missing, never updated"},
+				"old3":        {Action: ActionDeleteRequested},
+				"old2":        {Action: ActionDeleteRequested, Reason: "issued once ConfigMap/ns/old3 is gone"},
+				"old1":        {Action: ActionDeleteRequested, Reason: "issued once ConfigMap/ns/old2 is gone"},
+				"kube-system": {Action: ActionRefused, Reason: "refusing to delete Namespace/kube-system: it is a protected namespace"},
+				"after":       {Action: ActionDeleteRequested}, // a refusal holds nothing back
 			},
 		},
 		"install mode issues no delete": {
 			mode: graph.ModeInstall,
 			want: map[string]PlannedAction{
-				"cm":          {Action: PlanApply},
-				"once":        {Action: PlanApply, Reason: "create-only: created when missing, never updated"},
-				"old2":        {Action: PlanSkip, Reason: "deletes are issued only in update mode"},
-				"old1":        {Action: PlanSkip, Reason: "deletes are issued only in update mode"},
-				"kube-system": {Action: PlanSkip, Reason: "deletes are issued only in update mode"},
-				"after":       {Action: PlanSkip, Reason: "deletes are issued only in update mode"},
+				"cm":          {Action: ActionApplied},
+				"once":        {Action: ActionApplied, Reason: "create-only: created when missing, never updated"},
+				"old2":        {Action: ActionNotDeleted, Reason: "deletes are issued only in update mode"},
+				"old1":        {Action: ActionNotDeleted, Reason: "deletes are issued only in update mode"},
+				"kube-system": {Action: ActionNotDeleted, Reason: "deletes are issued only in update mode"},
+				"after":       {Action: ActionNotDeleted, Reason: "deletes are issued only in update mode"},
 			},
 		},
 		"reconcile mode says the ledger was not read": {
 			mode: graph.ModeReconcile,
 			want: map[string]PlannedAction{
-				"old1": {Action: PlanSkip, Reason: "deletes are issued only in update mode; a reconcile pass only finishes the deletes an update claimed in the ledger, which plan reads only from a cluster"},
+				"old1": {Action: ActionNotDeleted, Reason: "deletes are issued only in update mode; a reconcile pass only finishes the deletes an update claimed in the ledger, which plan reads only from a cluster"},
 			},
 		},
 	}
@@ -143,7 +143,7 @@ func TestPlanOffline(t *testing.T) {
 					t.Errorf("%s: got %s %q, want %s %q", name, g.Action, g.Reason, want.Action, want.Reason)
 				}
 			}
-			if len(p.Skipped) != 1 || p.Skipped[0].Action != PlanSkip || p.Skipped[0].Manifest != skipped ||
+			if len(p.Skipped) != 1 || p.Skipped[0].Action != ActionSkipped || p.Skipped[0].Manifest != skipped ||
 				p.Skipped[0].Reason != "profile filter: include.release.openshift.io/self-managed-high-availability unset" {
 				t.Errorf("skipped = %+v", p.Skipped)
 			}
@@ -285,15 +285,15 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[string]PlannedAction{
-			"widgets.example.com": {Action: PlanCreate, Reason: "not found"},
-			"same":                {Action: PlanUnchanged},
-			"drift":               {Action: PlanUpdate, Reason: "data.key"},
-			"missing":             {Action: PlanCreate, Reason: "not found"},
-			"once":                {Action: PlanUnchanged, Reason: "create-only"},
-			"dying":               {Action: PlanDelete, Reason: "already terminating since " + deletion.FormatTime(&ts) + ", finalizers example.com/hold"},
-			"gone":                {Action: PlanAlreadyDeleted, Reason: "not found"},
-			"old":                 {Action: PlanDelete, Reason: "present, finalizers example.com/hold; issued once ConfigMap/ns/dying is gone"},
-			"w":                   {Action: PlanCreate, Reason: "type served by CustomResourceDefinition widgets.example.com in this payload, not by the cluster yet"},
+			"widgets.example.com": {Action: ActionCreated, Reason: "not found"},
+			"same":                {Action: ActionUnchanged},
+			"drift":               {Action: ActionConfigured, Reason: "data.key"},
+			"missing":             {Action: ActionCreated, Reason: "not found"},
+			"once":                {Action: ActionUnchanged, Reason: "create-only"},
+			"dying":               {Action: ActionDeleting, Reason: "already terminating since " + deletion.FormatTime(&ts) + ", finalizers example.com/hold"},
+			"gone":                {Action: ActionAlreadyDeleted, Reason: "not found"},
+			"old":                 {Action: ActionDeleteRequested, Reason: "present, finalizers example.com/hold; issued once ConfigMap/ns/dying is gone"},
+			"w":                   {Action: ActionCreated, Reason: "type served by CustomResourceDefinition widgets.example.com in this payload, not by the cluster yet"},
 		}
 		got := actionsOf(p)
 		for name, w := range want {
@@ -324,7 +324,7 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := actionsOf(p)["old"]
-		if got.Action != PlanDelete || !strings.Contains(got.Reason, "the update to 0.9.0 asked for it (ledger)") {
+		if got.Action != ActionDeleteRequested || !strings.Contains(got.Reason, "the update to 0.9.0 asked for it (ledger)") {
 			t.Errorf("claimed delete: %s %q", got.Action, got.Reason)
 		}
 
@@ -333,7 +333,7 @@ func TestEnginePlanReadsAndDryRunsOnlyWhatDrifted(t *testing.T) {
 			t.Fatal(err)
 		}
 		got = actionsOf(p)["old"]
-		if got.Action != PlanSkip || !strings.HasPrefix(got.Reason, "present; deletes are issued only in update mode") ||
+		if got.Action != ActionNotDeleted || !strings.HasPrefix(got.Reason, "present; deletes are issued only in update mode") ||
 			!strings.HasSuffix(got.Reason, "and none claimed this one") {
 			t.Errorf("unclaimed delete: %s %q", got.Action, got.Reason)
 		}
@@ -349,15 +349,15 @@ func TestDeleteActionCoversEveryOutcome(t *testing.T) {
 	tests := map[string]struct {
 		outcome deletion.Outcome
 		next    deletion.Record
-		want    PlanAction
+		want    Action
 		reason  string
 	}{
-		"present is deleted":              {deletion.OutcomeIssue, deletion.Record{}, PlanDelete, "present, finalizers example.com/hold"},
-		"absent at first look":            {deletion.OutcomeAbsent, deletion.Record{}, PlanAlreadyDeleted, "not found"},
-		"gone after an earlier request":   {deletion.OutcomeCompleted, deletion.Record{}, PlanAlreadyDeleted, "gone; the ledger's delete in progress completes"},
-		"completed before":                {deletion.OutcomeDone, deletion.Record{CompletedAt: &done}, PlanAlreadyDeleted, "delete completed at " + deletion.FormatTime(&done)},
-		"reappeared is not deleted again": {deletion.OutcomeReappeared, deletion.Record{CompletedAt: &done}, PlanSkip, "reappeared after its delete completed at " + deletion.FormatTime(&done) + "; not deleted again"},
-		"install starts no delete":        {deletion.OutcomeNotDeleting, deletion.Record{}, PlanSkip, "present; deletes are issued only in update mode"},
+		"present is deleted":              {deletion.OutcomeIssue, deletion.Record{}, ActionDeleteRequested, "present, finalizers example.com/hold"},
+		"absent at first look":            {deletion.OutcomeAbsent, deletion.Record{}, ActionAlreadyDeleted, "not found"},
+		"gone after an earlier request":   {deletion.OutcomeCompleted, deletion.Record{}, ActionDeleted, "gone; the ledger's delete in progress completes"},
+		"completed before":                {deletion.OutcomeDone, deletion.Record{CompletedAt: &done}, ActionAlreadyDeleted, "delete completed at " + deletion.FormatTime(&done)},
+		"reappeared is not deleted again": {deletion.OutcomeReappeared, deletion.Record{CompletedAt: &done}, ActionReappeared, "reappeared after its delete completed at " + deletion.FormatTime(&done) + "; not deleted again"},
+		"install starts no delete":        {deletion.OutcomeNotDeleting, deletion.Record{}, ActionNotDeleted, "present; deletes are issued only in update mode"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

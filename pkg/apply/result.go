@@ -9,14 +9,19 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// Action is what a sync did to one object, in the past tense.
+// Action is what a sync did to one object, in the past tense; a Plan
+// reports the Action its sync would.
 type Action string
 
 const (
 	ActionCreated    Action = "created"
 	ActionConfigured Action = "configured"
 	ActionUnchanged  Action = "unchanged"
-	// ActionSkipped: create-only and already present.
+	// ActionApplied: created, configured or unchanged, without telling
+	// which. Only an offline plan reports it: it reads no object.
+	ActionApplied Action = "applied"
+	// ActionSkipped: create-only and already present; in a plan, dropped
+	// by the inclusion filters.
 	ActionSkipped Action = "skipped"
 	// ActionFailed: the apply or delete failed; see Err.
 	ActionFailed Action = "failed"
@@ -35,6 +40,35 @@ const (
 	// ActionRefused: the safety gate refused the delete; see Err.
 	ActionRefused Action = "refused"
 )
+
+// planWords holds the word `payload-applier plan` prints for each Action.
+// The words are part of the `plan -o json` contract: never rename one.
+// "" marks an Action no plan reports.
+var planWords = map[Action]string{
+	ActionApplied:         "apply",
+	ActionCreated:         "create",
+	ActionConfigured:      "update",
+	ActionUnchanged:       "unchanged",
+	ActionSkipped:         "skip",
+	ActionDeleteRequested: "delete",
+	ActionDeleting:        "delete",
+	ActionDeleted:         "already-deleted",
+	ActionAlreadyDeleted:  "already-deleted",
+	ActionNotDeleted:      "skip",
+	ActionReappeared:      "skip",
+	ActionRefused:         "skip",
+	// A plan runs nothing, so nothing fails or is left unrun; it notes a
+	// delete's pacing and cleanup gate in its reason instead of waiting.
+	ActionFailed:        "",
+	ActionNotRun:        "",
+	ActionDeleteWaiting: "",
+}
+
+// Planned is the word a plan prints for a, or "" for an Action no plan
+// reports.
+func (a Action) Planned() string {
+	return planWords[a]
+}
 
 // ObjectResult is the outcome for one manifest.
 type ObjectResult struct {
