@@ -60,7 +60,10 @@ func StartHistory(history []configv1.UpdateHistory, desired configv1.Release, no
 	}
 	history = append([]configv1.UpdateHistory{entry}, history...)
 	if len(history) > MaxHistory {
-		history = history[:MaxHistory]
+		// The initial entry, the oldest, says what the cluster was
+		// installed with (cluster_version{type="initial"}): as the CVO,
+		// keep it and drop the oldest of the rest.
+		history = append(history[:MaxHistory-1], history[len(history)-1])
 	}
 	return history
 }

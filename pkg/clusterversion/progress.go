@@ -116,6 +116,10 @@ func Progress(status *configv1.ClusterVersionStatus, pass *Pass, now metav1.Time
 	default:
 		progressing.Status = configv1.ConditionTrue
 		progressing.Reason = failing.Reason
+		if progressing.Reason == "" {
+			// As the CVO: a wait's reason says what the update waits for.
+			progressing.Reason = waitReason(waits)
+		}
 		progressing.Message = WorkingTowards(version, pass.Done, pass.Total)
 		if len(waits) > 0 {
 			progressing.Message += ", waiting on " + waitSubjects(waits)
@@ -144,4 +148,17 @@ func waitSubjects(waits []Failure) string {
 		names = append(names[:maxNamedObjectsInCondition], fmt.Sprintf("and %d more", len(names)-maxNamedObjectsInCondition))
 	}
 	return strings.Join(names, ", ")
+}
+
+// waitReason is the reason the waits share, or MultipleErrors.
+func waitReason(waits []Failure) string {
+	if len(waits) == 0 {
+		return ""
+	}
+	for _, w := range waits[1:] {
+		if w.Reason != waits[0].Reason {
+			return ReasonMultipleErrors
+		}
+	}
+	return waits[0].Reason
 }

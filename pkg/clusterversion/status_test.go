@@ -107,7 +107,7 @@ func TestUpgradeable(t *testing.T) {
 		{"a ClusterOperator with Upgradeable=False blocks", deletion.Summary{}, []configv1.ClusterOperator{coNotUpgradeable}, nil,
 			configv1.ConditionFalse, ReasonOperatorsNotUpgrade, []string{"etcd", "defragmenting"}},
 		{"unmanaged overrides block", deletion.Summary{}, nil, []configv1.ComponentOverride{{Kind: "Deployment", Name: "x", Unmanaged: true}},
-			configv1.ConditionFalse, precondition.ReasonClusterVersionOverridesSet, []string{"Please remove overrides before continuing."}},
+			configv1.ConditionFalse, precondition.ReasonClusterVersionOverridesSet, []string{"Please remove overrides before requesting a minor or major version update."}},
 		{"a reappeared object blocks nothing, and is warned of", deletion.Summary{Reappeared: []deletion.Record{rec("back", deletion.Completed, "")}}, nil, nil,
 			configv1.ConditionTrue, ReasonAsExpected, []string{"Minor and major version updates are allowed.", "Warning: reappeared after their delete, left in place and never deleted again: ConfigMap/ns/back"}},
 		{"several sources give MultipleReasons", deletion.Summary{InProgress: []deletion.Record{rec("x", deletion.InProgress, "")}}, []configv1.ClusterOperator{coNotUpgradeable}, nil,

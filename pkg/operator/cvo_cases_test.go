@@ -17,9 +17,6 @@ package operator
 //
 // A case whose `differs` is set asserts this operator's behaviour where it
 // deliberately or necessarily departs from the CVO's; `differs` says why.
-// A case whose `diverges` is set asserts the CVO's behaviour where this
-// operator departs from it without a reason: it fails until the code is
-// brought in line.
 
 import (
 	"errors"
@@ -32,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
@@ -51,14 +49,6 @@ func cvoCOError(name string, reason apply.Reason, effect apply.Effect, message s
 // cvoCOText is how a task error about ClusterOperator name reads.
 func cvoCOText(name, message string) string {
 	return "ClusterOperator.config.openshift.io/" + name + " (" + name + ".yaml): " + message
-}
-
-// cvoDiverges explains a failure of a case that asserts the CVO's behaviour.
-func cvoDiverges(why string) string {
-	if why == "" {
-		return ""
-	}
-	return "\n(a known divergence from the CVO: " + why + ")"
 }
 
 // cvoCondition is a condition with only what the cases compare.
@@ -106,7 +96,7 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 	const prefixed = "each failure's message is prefixed with its object and manifest (TaskError.Error)"
 	const waitsNeverFail = "a wait (effect None) is progress, never failure, in reconcile mode too"
 	working := func(waiting string) *cvoCondition {
-		return &cvoCondition{configv1.ConditionTrue, "", "Working towards 1.2.3: 0 of 0 done (0% complete), waiting on " + waiting}
+		return &cvoCondition{configv1.ConditionTrue, "ClusterOperatorUpdating", "Working towards 1.2.3: 0 of 0 done (0% complete), waiting on " + waiting}
 	}
 	co := func(names ...string) string {
 		s := ""
@@ -126,7 +116,6 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 		failing     cvoCondition
 		progressing *cvoCondition // nil: not compared
 		differs     string
-		diverges    string
 	}{
 		{
 			name: "no errors are present", mode: graph.ModeUpdate, done: 3, total: 3,
@@ -141,16 +130,14 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 		},
 		{
 			name: "single generic error", mode: graph.ModeUpdate, errs: []error{errors.New("error has happened")},
-			failing:  cvoCondition{configv1.ConditionTrue, string(apply.ReasonFailed), "error has happened"},
-			differs:  "an unclassified error gets reason UpdatePayloadFailed where the CVO leaves the reason empty",
-			diverges: `the CVO's message is the error's text; ours is "/ (): error has happened", a TaskError with no object or manifest`,
+			failing: cvoCondition{configv1.ConditionTrue, string(apply.ReasonFailed), "error has happened"},
+			differs: "an unclassified error gets reason UpdatePayloadFailed where the CVO leaves the reason empty",
 		},
 		{
 			name: "single UpdateEffectNone error", mode: graph.ModeUpdate, errs: updating("co-not-timeout"),
 			failing:     cvoCondition{Status: configv1.ConditionFalse},
 			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorUpdating", "Working towards 1.2.3: 0 of 0 done (0% complete), waiting on " + co("co-not-timeout")},
 			differs:     fullIDs,
-			diverges:    "the CVO gives Progressing the wait's reason (ClusterOperatorUpdating); ours leaves it empty",
 		},
 		{
 			name: "single UpdateEffectNone error/reconciling", mode: graph.ModeReconcile, errs: updating("co-not-timeout"),
@@ -167,7 +154,7 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 		{
 			name: "single UpdateEffectNone error and machine-config", mode: graph.ModeUpdate, errs: updating("machine-config"),
 			failing: cvoCondition{Status: configv1.ConditionFalse}, progressing: working(co("machine-config")),
-			differs: fullIDs + "; Progressing's reason is empty (see single UpdateEffectNone error)",
+			differs: fullIDs,
 		},
 		{
 			name: "single UpdateEffectNone error and machine-config timeout", mode: graph.ModeUpdate, errs: updating("machine-config"),
@@ -176,14 +163,14 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 		},
 		{
 			name: "single condensed UpdateEffectFail UpdateError", mode: graph.ModeUpdate, errs: []error{notAvailA(), notAvailB()},
-			failing: cvoCondition{configv1.ConditionTrue, ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
+			failing: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
 				cvoCOText("a", "Cluster operator A is not available") + "\n* " + cvoCOText("b", "Cluster operator B is not available")},
 			differs: "errors of one reason are not condensed into one (the CVO: ClusterOperatorNotAvailable \"Cluster operators A, B are not available\"); every message is kept",
 		},
 		{
 			name: "MultipleErrors of UpdateEffectFail and UpdateEffectFailAfterInterval", mode: graph.ModeUpdate,
 			errs: []error{notAvailA(), degradedC("b")},
-			failing: cvoCondition{configv1.ConditionTrue, ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
+			failing: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
 				cvoCOText("a", "Cluster operator A is not available") + "\n* " + cvoCOText("b", "Cluster operator b is degraded")},
 			differs: prefixed,
 		},
@@ -213,7 +200,7 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 		{
 			name: "MultipleErrors of UpdateEffectFail, UpdateEffectFailAfterInterval, and UpdateEffectNone", mode: graph.ModeUpdate,
 			errs: []error{notAvailA(), updatingB(), degradedC("c")},
-			failing: cvoCondition{configv1.ConditionTrue, ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
+			failing: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
 				cvoCOText("a", "Cluster operator A is not available") + "\n* " + cvoCOText("c", "Cluster operator c is degraded")},
 			differs: prefixed,
 		},
@@ -253,13 +240,13 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 				History: []configv1.UpdateHistory{{State: configv1.PartialUpdate, Version: "1.2.3"}},
 			}
 			res := &apply.SyncResult{Release: "1.2.3", Mode: tt.mode, Errors: tt.errs, Done: tt.done, Total: tt.total}
-			progressConditions(status, res, cvoNow)
-			if got := cvoConditionOf(findCondition(status.Conditions, ConditionFailing)); got == nil || *got != tt.failing {
-				t.Errorf("Failing = %+v, want %+v%s", got, tt.failing, cvoDiverges(tt.diverges))
+			clusterversion.Progress(status, passOf(res), cvoNow)
+			if got := cvoConditionOf(clusterversion.FindCondition(status.Conditions, clusterversion.ConditionFailing)); got == nil || *got != tt.failing {
+				t.Errorf("Failing = %+v, want %+v", got, tt.failing)
 			}
 			if tt.progressing != nil {
-				if got := cvoConditionOf(findCondition(status.Conditions, configv1.OperatorProgressing)); got == nil || *got != *tt.progressing {
-					t.Errorf("Progressing = %+v, want %+v%s", got, *tt.progressing, cvoDiverges(tt.diverges))
+				if got := cvoConditionOf(clusterversion.FindCondition(status.Conditions, configv1.OperatorProgressing)); got == nil || *got != *tt.progressing {
+					t.Errorf("Progressing = %+v, want %+v", got, *tt.progressing)
 				}
 			}
 		})
@@ -295,8 +282,8 @@ func TestCVOUpgradeable(t *testing.T) {
 		return precondition.AdminConfigMap{Name: precondition.DefaultAdminAcks, Data: data, Shipped: true}
 	}
 	absent := func(cm precondition.AdminConfigMap) precondition.AdminConfigMap { cm.Absent = true; return cm }
-	acksAt48 := func(g map[string]string, a map[string]string) upgradeableObservation {
-		return upgradeableObservation{AdminAckVersion: "4.8.0", AdminGates: gates(g), AdminAcks: acks(a)}
+	acksAt48 := func(g map[string]string, a map[string]string) clusterversion.UpgradeableObservation {
+		return clusterversion.UpgradeableObservation{AdminAckVersion: "4.8.0", AdminGates: gates(g), AdminAcks: acks(a)}
 	}
 	const oneOperator = "one reason for operators however many (the CVO passes a single operator's own reason; its HEAD uses the risk name instead), listed on one line"
 	const asExpected = "the condition is written True AsExpected where the CVO leaves it unset (its HEAD removes it)"
@@ -304,41 +291,39 @@ func TestCVOUpgradeable(t *testing.T) {
 
 	tests := []struct {
 		name      string
-		obs       upgradeableObservation
+		obs       clusterversion.UpgradeableObservation
 		overrides []configv1.ComponentOverride
 		want      cvoCondition
 		differs   string
-		diverges  string
 	}{
 		{
 			name: "report error condition when overrides is set for version", overrides: unmanaged,
-			want:     cvoCondition{configv1.ConditionFalse, "ClusterVersionOverridesSet", overridesCVO},
-			diverges: `our text is the CVO's pre-2026-02 "prevents upgrades. Please remove overrides before continuing.", which also says z-streams are prevented, which they are not`,
+			want: cvoCondition{configv1.ConditionFalse, "ClusterVersionOverridesSet", overridesCVO},
 		},
 		{
 			name: "report error condition when the single clusteroperator is not upgradeable",
-			obs:  upgradeableObservation{Operators: []configv1.ClusterOperator{co("default-operator-1", notUp("RandomReason", random))}},
-			want: cvoCondition{configv1.ConditionFalse, ReasonOperatorsNotUpgrade,
+			obs:  clusterversion.UpgradeableObservation{Operators: []configv1.ClusterOperator{co("default-operator-1", notUp("RandomReason", random))}},
+			want: cvoCondition{configv1.ConditionFalse, clusterversion.ReasonOperatorsNotUpgrade,
 				"Cluster operators are not upgradeable: default-operator-1 (RandomReason: " + random + ")"},
 			differs: oneOperator,
 		},
 		{
 			name: "report error condition when single clusteroperator is not upgradeable and another has no conditions",
-			obs:  upgradeableObservation{Operators: []configv1.ClusterOperator{co("default-operator-1", notUp("RandomReason", random)), co("default-operator-2")}},
-			want: cvoCondition{configv1.ConditionFalse, ReasonOperatorsNotUpgrade,
+			obs:  clusterversion.UpgradeableObservation{Operators: []configv1.ClusterOperator{co("default-operator-1", notUp("RandomReason", random)), co("default-operator-2")}},
+			want: cvoCondition{configv1.ConditionFalse, clusterversion.ReasonOperatorsNotUpgrade,
 				"Cluster operators are not upgradeable: default-operator-1 (RandomReason: " + random + ")"},
 			differs: oneOperator,
 		},
 		{
 			name: "report error condition when single clusteroperator is not upgradeable and another is upgradeable",
-			obs:  upgradeableObservation{Operators: []configv1.ClusterOperator{co("default-operator-1", notUp("RandomReason", random)), co("default-operator-2", up)}},
-			want: cvoCondition{configv1.ConditionFalse, ReasonOperatorsNotUpgrade,
+			obs:  clusterversion.UpgradeableObservation{Operators: []configv1.ClusterOperator{co("default-operator-1", notUp("RandomReason", random)), co("default-operator-2", up)}},
+			want: cvoCondition{configv1.ConditionFalse, clusterversion.ReasonOperatorsNotUpgrade,
 				"Cluster operators are not upgradeable: default-operator-1 (RandomReason: " + random + ")"},
 			differs: oneOperator,
 		},
 		{
 			name: "report error condition when two clusteroperators are not upgradeable",
-			obs: upgradeableObservation{Operators: []configv1.ClusterOperator{
+			obs: clusterversion.UpgradeableObservation{Operators: []configv1.ClusterOperator{
 				co("default-operator-1", notUp("RandomReason", random)), co("default-operator-2", notUp("RandomReason2", random2))}},
 			want: cvoCondition{configv1.ConditionFalse, "ClusterOperatorsNotUpgradeable",
 				"Cluster operators are not upgradeable: default-operator-1 (RandomReason: " + random + "); default-operator-2 (RandomReason2: " + random2 + ")"},
@@ -346,28 +331,27 @@ func TestCVOUpgradeable(t *testing.T) {
 		},
 		{
 			name: "report error condition when clusteroperators and version are not upgradeable", overrides: unmanaged,
-			obs: upgradeableObservation{Operators: []configv1.ClusterOperator{
+			obs: clusterversion.UpgradeableObservation{Operators: []configv1.ClusterOperator{
 				co("default-operator-1", notUp("RandomReason", random)), co("default-operator-2", notUp("RandomReason2", random2))}},
 			want: cvoCondition{configv1.ConditionFalse, "MultipleReasons",
 				"Cluster should not be upgraded between minor or major versions for multiple reasons:\n" +
 					"* Cluster operators are not upgradeable: default-operator-1 (RandomReason: " + random + "); default-operator-2 (RandomReason2: " + random2 + ")\n" +
 					"* " + overridesCVO},
-			differs:  bulleted + "; no Upgradeable<Source> sub-conditions (the CVO's HEAD removes them too)",
-			diverges: "the overrides text, as in the overrides case",
+			differs: bulleted + "; no Upgradeable<Source> sub-conditions (the CVO's HEAD removes them too)",
 		},
 		{
 			name: "no error conditions",
-			want: cvoCondition{configv1.ConditionTrue, ReasonAsExpected, allowed}, differs: asExpected,
+			want: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonAsExpected, allowed}, differs: asExpected,
 		},
 		{
 			name: "no error conditions/with a managed override", overrides: managed,
-			want: cvoCondition{configv1.ConditionTrue, ReasonAsExpected, allowed}, differs: asExpected,
+			want: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonAsExpected, allowed}, differs: asExpected,
 		},
 		{
 			name: "no error conditions and admin ack gate does not apply to version",
-			obs: upgradeableObservation{AdminAckVersion: "4.9.0", Operators: []configv1.ClusterOperator{co("default-operator-1", up)},
+			obs: clusterversion.UpgradeableObservation{AdminAckVersion: "4.9.0", Operators: []configv1.ClusterOperator{co("default-operator-1", up)},
 				AdminGates: gates(map[string]string{gate: "Description."}), AdminAcks: acks(nil)},
-			want: cvoCondition{configv1.ConditionTrue, ReasonAsExpected, allowed}, differs: asExpected,
+			want: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonAsExpected, allowed}, differs: asExpected,
 		},
 		{
 			name: "admin-gates configmap gate does not have value",
@@ -401,7 +385,7 @@ func TestCVOUpgradeable(t *testing.T) {
 		{
 			name: "admin ack found",
 			obs:  acksAt48(map[string]string{gate: "Description."}, map[string]string{gate: "true"}),
-			want: cvoCondition{configv1.ConditionTrue, ReasonAsExpected, allowed}, differs: asExpected,
+			want: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonAsExpected, allowed}, differs: asExpected,
 		},
 		{
 			name: "admin ack 2 of 3 found",
@@ -413,29 +397,29 @@ func TestCVOUpgradeable(t *testing.T) {
 			name: "multiple admin acks found",
 			obs: acksAt48(map[string]string{gate: "Description.", "ack-4.8-foo": "Description foo.", "ack-4.8-bar": "Description bar."},
 				map[string]string{gate: "true", "ack-4.8-bar": "true", "ack-4.8-foo": "true"}),
-			want: cvoCondition{configv1.ConditionTrue, ReasonAsExpected, allowed}, differs: asExpected,
+			want: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonAsExpected, allowed}, differs: asExpected,
 		},
 		{
 			name: "admin-acks configmap not found",
-			obs: upgradeableObservation{AdminAckVersion: "4.8.0", AdminGates: gates(map[string]string{gate: "Description."}),
+			obs: clusterversion.UpgradeableObservation{AdminAckVersion: "4.8.0", AdminGates: gates(map[string]string{gate: "Description."}),
 				AdminAcks: absent(acks(nil))},
 			want: cvoCondition{configv1.ConditionFalse, "UnableToAccessAdminAcksConfigMap", "admin-acks configmap not found."},
 		},
 		{
 			name: "admin-gates configmap not found",
-			obs: upgradeableObservation{AdminAckVersion: "4.8.0", AdminGates: absent(gates(nil)),
+			obs: clusterversion.UpgradeableObservation{AdminAckVersion: "4.8.0", AdminGates: absent(gates(nil)),
 				AdminAcks: acks(map[string]string{gate: "true"})},
 			want: cvoCondition{configv1.ConditionFalse, "UnableToAccessAdminGatesConfigMap", "admin-gates configmap not found."},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := decideUpgradeable(tt.obs, upgradeablePass{}, tt.overrides)
+			c := clusterversion.Upgradeable(tt.obs, clusterversion.UpgradeablePass{}, tt.overrides)
 			if c.Type != configv1.OperatorUpgradeable {
 				t.Errorf("type = %s", c.Type)
 			}
 			if got := *cvoConditionOf(&c); got != tt.want {
-				t.Errorf("Upgradeable = %+v\nwant %+v%s", got, tt.want, cvoDiverges(tt.diverges))
+				t.Errorf("Upgradeable = %+v\nwant %+v", got, tt.want)
 			}
 		})
 	}
@@ -622,7 +606,7 @@ func TestCVOHistory(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			current := tt.current
 			current.State, current.StartedTime = configv1.PartialUpdate, started
-			h := startHistory([]configv1.UpdateHistory{current}, tt.desired, cvoNow, "")
+			h := clusterversion.StartHistory([]configv1.UpdateHistory{current}, tt.desired, cvoNow, "")
 			if tt.merged {
 				if len(h) != 1 || h[0].StartedTime != started || h[0].CompletionTime != nil {
 					t.Errorf("history = %+v, want the one entry kept", h)
@@ -643,18 +627,17 @@ func TestCVOHistory(t *testing.T) {
 	// can drop.
 	t.Run("prune oldest not in mostImportantWeight set", func(t *testing.T) {
 		var h []configv1.UpdateHistory
-		for i := 0; i < MaxHistory; i++ {
+		for i := 0; i < clusterversion.MaxHistory; i++ {
 			done := started
-			h = append(h, configv1.UpdateHistory{State: configv1.CompletedUpdate, Version: fmt.Sprintf("4.%d.0", MaxHistory-i),
+			h = append(h, configv1.UpdateHistory{State: configv1.CompletedUpdate, Version: fmt.Sprintf("4.%d.0", clusterversion.MaxHistory-i),
 				StartedTime: started, CompletionTime: &done})
 		}
-		h = startHistory(h, configv1.Release{Version: fmt.Sprintf("4.%d.0", MaxHistory+1)}, cvoNow, "")
-		if len(h) != MaxHistory {
-			t.Fatalf("%d entries, want %d", len(h), MaxHistory)
+		h = clusterversion.StartHistory(h, configv1.Release{Version: fmt.Sprintf("4.%d.0", clusterversion.MaxHistory+1)}, cvoNow, "")
+		if len(h) != clusterversion.MaxHistory {
+			t.Fatalf("%d entries, want %d", len(h), clusterversion.MaxHistory)
 		}
-		if got := []string{h[0].Version, h[MaxHistory-2].Version, h[MaxHistory-1].Version}; got[0] != "4.101.0" || got[1] != "4.3.0" || got[2] != "4.1.0" {
-			t.Errorf("newest, second oldest and oldest = %v, want [4.101.0 4.3.0 4.1.0]%s", got,
-				cvoDiverges("startHistory cuts the oldest entry, the install, where the CVO's prune keeps it and drops the least important other"))
+		if got := []string{h[0].Version, h[clusterversion.MaxHistory-2].Version, h[clusterversion.MaxHistory-1].Version}; got[0] != "4.101.0" || got[1] != "4.3.0" || got[2] != "4.1.0" {
+			t.Errorf("newest, second oldest and oldest = %v, want [4.101.0 4.3.0 4.1.0]", got)
 		}
 	})
 }
@@ -687,7 +670,7 @@ func TestCVOValidate(t *testing.T) {
 			cv := &configv1.ClusterVersion{}
 			cv.Name = "version"
 			cv.Spec.DesiredUpdate = &configv1.Update{}
-			errs := checkSpec(cv, cvoNow)
+			errs := clusterversion.CheckSpec(cv, cvoNow)
 			if len(errs) != len(tt.want) {
 				t.Fatalf("errors = %v, want %v", errs, tt.want)
 			}
@@ -696,8 +679,8 @@ func TestCVOValidate(t *testing.T) {
 					t.Errorf("error %d = %v, want %v", i, errs[i], tt.want[i])
 				}
 			}
-			c := findCondition(cv.Status.Conditions, ConditionInvalid)
-			if got := cvoConditionOf(c); got == nil || *got != (cvoCondition{configv1.ConditionTrue, ReasonInvalidClusterVersion, tt.message}) {
+			c := clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionInvalid)
+			if got := cvoConditionOf(c); got == nil || *got != (cvoCondition{configv1.ConditionTrue, clusterversion.ReasonInvalidClusterVersion, tt.message}) {
 				t.Errorf("Invalid = %+v", got)
 			}
 			if cv.Spec.DesiredUpdate != nil {

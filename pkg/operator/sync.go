@@ -350,7 +350,9 @@ func passOf(res *apply.SyncResult) *clusterversion.Pass {
 	for _, err := range res.Errors {
 		var te *apply.TaskError
 		if !errors.As(err, &te) {
-			te = &apply.TaskError{Reason: apply.ReasonFailed, Effect: apply.EffectFail, Message: err.Error(), Err: err}
+			// Not about one object: its message alone, as the CVO words it.
+			p.Failures = append(p.Failures, clusterversion.Failure{Reason: string(apply.ReasonFailed), Message: err.Error()})
+			continue
 		}
 		p.Failures = append(p.Failures, clusterversion.Failure{Reason: string(te.Reason), Message: te.Error(),
 			Subject: te.Subject.String(), Wait: te.Effect == apply.EffectNone})

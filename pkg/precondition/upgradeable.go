@@ -29,7 +29,7 @@ const (
 
 // OverridesMessage explains ReasonClusterVersionOverridesSet in the CVO's
 // words, which users and tools already know from `oc adm upgrade`.
-const OverridesMessage = "Disabling ownership via cluster version overrides prevents upgrades. Please remove overrides before continuing."
+const OverridesMessage = "Disabling ownership via cluster version overrides prevents upgrades between minor or major versions. Please remove overrides before requesting a minor or major version update."
 
 // Upgradeable enforces the ClusterVersion Upgradeable condition. False means
 // something in the cluster (a component, a pending delete, an update in
