@@ -12,6 +12,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	configfake "github.com/openshift/client-go/config/clientset/versioned/fake"
 	"github.com/openshift/library-go/pkg/manifest"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -30,6 +31,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
 var (
@@ -174,6 +176,11 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 		desired   string
 		history   []configv1.UpdateHistory
 		operators []runtime.Object
+		// stale leaves the written Upgradeable as an older pass wrote it,
+		// True, whatever the operators say now.
+		stale bool
+		// configMaps are the admin ConfigMaps.
+		configMaps []runtime.Object
 		// want is the verdict; message, when set, what its message holds.
 		want    clusterversion.Verdict
 		message string
@@ -188,6 +195,21 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 			target: "1.1.0", desired: "1.0.0", history: completed, operators: []runtime.Object{&notUpgradeable},
 			want:    clusterversion.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
 			message: "network (Reboot: pending)",
+			plan:    "an update from 1.0.0 to 1.1.0 would be refused (force would accept it): ",
+		},
+		"a minor refused by what the cluster says now, not by the status last written": {
+			target: "1.1.0", desired: "1.0.0", history: completed, operators: []runtime.Object{&notUpgradeable}, stale: true,
+			want:    clusterversion.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
+			message: "network (Reboot: pending)",
+			plan:    "an update from 1.0.0 to 1.1.0 would be refused (force would accept it): ",
+		},
+		"a minor refused by an admin gate awaiting its ack": {
+			target: "1.1.0", desired: "1.0.0", history: completed, stale: true,
+			configMaps: []runtime.Object{
+				adminConfigMap(precondition.DefaultAdminGates, map[string]string{"ack-1.0-read-the-notes": "1.1 changes things: read the notes."}),
+				adminConfigMap(precondition.DefaultAdminAcks, nil)},
+			want:    clusterversion.Verdict{Checked: true, Current: "1.0.0", Blocking: true, Forceable: true},
+			message: "1.1 changes things: read the notes.",
 			plan:    "an update from 1.0.0 to 1.1.0 would be refused (force would accept it): ",
 		},
 		"forced": {
@@ -240,10 +262,15 @@ func TestPlanAndOperatorJudgeAlike(t *testing.T) {
 					DesiredUpdate: &configv1.Update{Version: tc.target, Force: tc.force}},
 				Status: configv1.ClusterVersionStatus{Desired: configv1.Release{Version: tc.desired}, History: tc.history},
 			}
-			if len(tc.operators) > 0 {
+			switch {
+			case tc.stale:
+				cv.Status.Conditions = append(cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorUpgradeable,
+					Status: configv1.ConditionTrue, Reason: clusterversion.ReasonAsExpected})
+			case len(tc.operators) > 0:
 				cv.Status.Conditions = append(cv.Status.Conditions, upgradeableFalse)
 			}
 			c := newJudgeCluster(t, append([]runtime.Object{cv}, tc.operators...)...)
+			c.kube = kubefake.NewClientset(tc.configMaps...)
 			rels := releases{}
 			for _, v := range []string{"1.0.0", "1.0.1", "1.0.2", "1.1.0"} {
 				rels[v] = &payload.Release{Version: v}
@@ -384,4 +411,9 @@ func TestLivePlanListsEachCustomResourceOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adminConfigMap is one of the admin ConfigMaps, holding data.
+func adminConfigMap(name types.NamespacedName, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: name.Namespace, Name: name.Name}, Data: data}
 }
