@@ -44,7 +44,7 @@ func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.
 	if cv.Status.Desired.Version == "" {
 		return target, nil
 	}
-	current, err := o.currentRelease(ctx, cv)
+	current, err := o.reader.currentRelease(ctx, cv)
 	if err != nil {
 		if o.cfg.RequireCurrentRelease && clusterversion.DropsForCapabilities(target) {
 			return nil, fmt.Errorf("%w (%s): %w", ErrCurrentReleaseUnreadable, cv.Status.Desired.Version, err)
@@ -52,7 +52,7 @@ func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.
 		klog.FromContext(ctx).Error(err, "Cannot read the current release to find capabilities the update must keep enabled", "current", cv.Status.Desired.Version)
 		return target, nil
 	}
-	implicit := payload.ImplicitCapabilities(current, target, o.loadOptionsFor(cv, target.Version))
+	implicit := payload.ImplicitCapabilities(current, target, o.reader.loadOptionsFor(cv, target.Version))
 	if len(implicit) == 0 {
 		return target, nil
 	}
@@ -60,5 +60,5 @@ func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.
 		"capabilities", implicit, "target", target.Version)
 	cv.Status.Capabilities.EnabledCapabilities = append(cv.Status.Capabilities.EnabledCapabilities, implicit...)
 	o.setCapabilities(ctx, cv, now)
-	return target.Filter(o.loadOptionsFor(cv, target.Version)), nil
+	return target.Filter(o.reader.loadOptionsFor(cv, target.Version)), nil
 }

@@ -99,7 +99,7 @@ func (o *Operator) refreshFeatureGate(ctx context.Context) {
 		logger.Error(err, "Keeping the feature set and gates last read")
 		return
 	}
-	f := &o.features
+	f := &o.reader.features
 	f.mu.Lock()
 	first := !f.read
 	wasFound := f.gate != nil
@@ -136,7 +136,7 @@ const EventFeatureSetChanged = "FeatureSetChanged"
 // restartSync drops what the sync built on the old feature set: the
 // releases it holds and the reconcile attempt count. Callers hold syncMu.
 func (o *Operator) restartSync() {
-	o.releases = map[string]*payload.Release{}
+	o.reader.releases = map[string]*payload.Release{}
 	o.attempt = 0
 }
 
@@ -168,7 +168,7 @@ type featureGateWatch struct {
 // startOnce starts the watch when the FeatureGate has been seen and the
 // watch is not running yet.
 func (w *featureGateWatch) startOnce(ctx context.Context, o *Operator, poke func()) {
-	if _, seen := o.features.current(); w.factory != nil || !seen {
+	if _, seen := o.reader.features.current(); w.factory != nil || !seen {
 		return
 	}
 	byName := configinformers.WithTweakListOptions(func(lo *metav1.ListOptions) {

@@ -158,7 +158,7 @@ func TestSyncFollowsTheFeatureGate(t *testing.T) {
 		t.Fatalf("with ExampleGate: %s", got)
 	}
 	c.takeEvents()
-	if len(c.op.releases) == 0 {
+	if len(c.op.reader.releases) == 0 {
 		t.Fatal("no release cached")
 	}
 

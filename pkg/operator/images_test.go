@@ -58,6 +58,7 @@ func newImageCluster(t *testing.T) *imageCluster {
 	}
 	c.op.cfg.Puller = puller
 	c.op.images = newImageRetriever(c.clock, puller, "")
+	c.op.reader.images = c.op.images
 	return c
 }
 

@@ -33,8 +33,9 @@ func (d *deadRegistry) RoundTrip(*http.Request) (*http.Response, error) {
 func (c *imageCluster) restart(puller *releaseimage.Puller) {
 	c.op.cfg.Puller = puller
 	c.op.images = newImageRetriever(c.clock, puller, "")
-	c.op.releases = map[string]*payload.Release{}
-	c.op.verifier = cachedVerifier{}
+	c.op.reader.images = c.op.images
+	c.op.reader.releases = map[string]*payload.Release{}
+	c.op.reader.verifier = cachedVerifier{}
 }
 
 // newPuller is a puller on the cluster's cache directory.

@@ -199,13 +199,10 @@ type Operator struct {
 	risks    *riskEvaluator
 	health   health
 	cuts     cutsReporter
-	releases map[string]*payload.Release
 	// images retrieves releases by image; nil without a Puller.
 	images *imageRetriever
-	// verifier checks targets by image; it is the current release's.
-	verifier cachedVerifier
-	// features is the cluster's FeatureGate as last read.
-	features clusterFeatures
+	// reader reads releases by version or image.
+	reader *releaseReader
 	// observe reads what a decision needs.
 	observe *observer
 }
@@ -245,14 +242,14 @@ func New(cfg Config) (*Operator, error) {
 		clock: cfg.Clock, metrics: cfg.Metrics,
 		graphs:   newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
 		risks:    newRiskEvaluator(cfg.Clock, cfg.RiskConditions, cfg.RiskEvaluationTimeout),
-		releases: map[string]*payload.Release{},
 		images:   images,
 		cvRef:    cfg.eventObject(),
 	}
+	o.reader = &releaseReader{cfg: &o.cfg, images: images, graphs: o.graphs, kube: o.kube, releases: map[string]*payload.Release{}}
 	o.observe = &observer{kube: o.kube, config: o.config, dynamic: o.dynamic, engine: o.engine,
-		adminGates: cfg.AdminGates, adminAcks: cfg.AdminAcks, current: o.currentRelease,
+		adminGates: cfg.AdminGates, adminAcks: cfg.AdminAcks, current: o.reader.currentRelease,
 		target: func(cv *configv1.ClusterVersion) *payload.Release {
-			rel, err := o.loadRelease(targetVersion(cv), cv)
+			rel, err := o.reader.loadRelease(targetVersion(cv), cv)
 			if err != nil {
 				return nil
 			}
@@ -337,12 +334,29 @@ func (o *Operator) Shutdown() {
 // Engine returns the apply engine, shared with the CLI.
 func (o *Operator) Engine() *apply.Engine { return o.engine }
 
+// releaseReader reads the releases the operator judges and applies: by
+// version from the release source, by image from the release cache, and
+// keeps them loaded. It reads the cluster only for the current release's
+// signature keys.
+type releaseReader struct {
+	cfg    *Config
+	images *imageRetriever
+	graphs *graphFetcher
+	kube   kubernetes.Interface
+	// releases are the releases loaded, by version or image.
+	releases map[string]*payload.Release
+	// verifier checks targets by image; it is the current release's.
+	verifier cachedVerifier
+	// features is the cluster's FeatureGate as last read.
+	features clusterFeatures
+}
+
 // loadRelease takes a release from the source once; payloads do not change
 // under a running operator, and filters are applied per pass.
-func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*payload.Release, error) {
-	all, ok := o.releases[version]
+func (r *releaseReader) loadRelease(version string, cv *configv1.ClusterVersion) (*payload.Release, error) {
+	all, ok := r.releases[version]
 	if !ok {
-		rel, err := o.cfg.Releases.Load(version, *o.cfg.LoadOptions)
+		rel, err := r.cfg.Releases.Load(version, *r.cfg.LoadOptions)
 		if err != nil {
 			return nil, err
 		}
@@ -355,25 +369,25 @@ func (o *Operator) loadRelease(version string, cv *configv1.ClusterVersion) (*pa
 		// Validated: the text was only for findings, and it is about a
 		// quarter of what the release holds.
 		rel.DropSource()
-		o.pruneReleases(cv, version)
-		o.releases[version] = rel
+		r.pruneReleases(cv, version)
+		r.releases[version] = rel
 		all = rel
 	}
-	return all.Filter(o.loadOptionsFor(cv, version)), nil
+	return all.Filter(r.loadOptionsFor(cv, version)), nil
 }
 
 // pruneReleases forgets the cached releases the cluster no longer uses:
 // a release holds every manifest in memory, and a cluster that was asked
 // for many targets over its life would otherwise keep them all.
-func (o *Operator) pruneReleases(cv *configv1.ClusterVersion, loading string) {
+func (r *releaseReader) pruneReleases(cv *configv1.ClusterVersion, loading string) {
 	inUse := map[string]bool{loading: true, cv.Status.Desired.Version: true, targetVersion(cv): true,
 		precondition.LastCompletedVersion(cv.Status.History): true, cv.Status.Desired.Image: true}
 	if du := cv.Spec.DesiredUpdate; du != nil {
 		inUse[du.Image] = true
 	}
-	for v := range o.releases {
+	for v := range r.releases {
 		if !inUse[v] {
-			delete(o.releases, v)
+			delete(r.releases, v)
 		}
 	}
 }
@@ -381,9 +395,9 @@ func (o *Operator) pruneReleases(cv *configv1.ClusterVersion, loading string) {
 // loadOptionsFor adds the cluster's feature set and gates, and the
 // ClusterVersion's capabilities, spec and status (see Capabilities), and
 // overrides, to the configured filters of release.
-func (o *Operator) loadOptionsFor(cv *configv1.ClusterVersion, release string) payload.LoadOptions {
-	fg, _ := o.features.current()
-	opts := FeatureGateLoadOptions(*o.cfg.LoadOptions, fg, FeatureGateVersion(cv, release))
+func (r *releaseReader) loadOptionsFor(cv *configv1.ClusterVersion, release string) payload.LoadOptions {
+	fg, _ := r.features.current()
+	opts := FeatureGateLoadOptions(*r.cfg.LoadOptions, fg, FeatureGateVersion(cv, release))
 	opts.Overrides = cv.Spec.Overrides
 	caps, _ := clusterversion.Capabilities(cv)
 	opts.Capabilities = caps.Status()

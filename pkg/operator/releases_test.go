@@ -17,7 +17,9 @@ import (
 func sourceOperator(releases ReleaseSource) *Operator {
 	cfg := Config{Releases: releases}
 	cfg.setDefaults()
-	return &Operator{cfg: cfg, releases: map[string]*payload.Release{}}
+	o := &Operator{cfg: cfg}
+	o.reader = &releaseReader{cfg: &o.cfg, releases: map[string]*payload.Release{}}
+	return o
 }
 
 func TestALoadedReleaseIsNotReadAgainAndIsFilteredPerClusterVersion(t *testing.T) {
@@ -36,7 +38,7 @@ func TestALoadedReleaseIsNotReadAgainAndIsFilteredPerClusterVersion(t *testing.T
 	cv := &configv1.ClusterVersion{Spec: configv1.ClusterVersionSpec{Overrides: []configv1.ComponentOverride{
 		{Kind: "ConfigMap", Namespace: demoNamespace, Name: "b", Unmanaged: true}}}}
 
-	got, err := o.loadRelease("1.0.0", cv)
+	got, err := o.reader.loadRelease("1.0.0", cv)
 	if err != nil {
 		t.Fatalf("the release given must serve without its directory: %v", err)
 	}
@@ -46,7 +48,7 @@ func TestALoadedReleaseIsNotReadAgainAndIsFilteredPerClusterVersion(t *testing.T
 	if !filepath.IsAbs(got.Dir) {
 		t.Errorf("Dir %q is not absolute", got.Dir)
 	}
-	if _, err := o.loadRelease("1.0.1", cv); err == nil || !strings.Contains(err.Error(), "release 1.0.1 is not available: only 1.0.0") {
+	if _, err := o.reader.loadRelease("1.0.1", cv); err == nil || !strings.Contains(err.Error(), "release 1.0.1 is not available: only 1.0.0") {
 		t.Errorf("another version must be unavailable: %v", err)
 	}
 }
@@ -64,17 +66,17 @@ func storeWithMisnamedRelease(t *testing.T, dirName string) *Operator {
 
 func TestDirStoreFindsAReleaseByTheVersionItDeclares(t *testing.T) {
 	o := storeWithMisnamedRelease(t, "candidate")
-	if rel, err := o.loadRelease("1.0.5", &configv1.ClusterVersion{}); err != nil || len(rel.Manifests) != 1 {
+	if rel, err := o.reader.loadRelease("1.0.5", &configv1.ClusterVersion{}); err != nil || len(rel.Manifests) != 1 {
 		t.Fatalf("load 1.0.5 from candidate/: %v", err)
 	}
-	if _, err := o.loadRelease("2.0.0", &configv1.ClusterVersion{}); err == nil || !strings.Contains(err.Error(), "it holds: [1.0.5]") {
+	if _, err := o.reader.loadRelease("2.0.0", &configv1.ClusterVersion{}); err == nil || !strings.Contains(err.Error(), "it holds: [1.0.5]") {
 		t.Errorf("a missing release must list what the store holds: %v", err)
 	}
 }
 
 func TestLoadReleaseRejectsAPayloadThatDeclaresAnotherVersion(t *testing.T) {
 	o := storeWithMisnamedRelease(t, "1.0.0")
-	if _, err := o.loadRelease("1.0.0", &configv1.ClusterVersion{}); err == nil || !strings.Contains(err.Error(), "declares version 1.0.5, not the requested 1.0.0") {
+	if _, err := o.reader.loadRelease("1.0.0", &configv1.ClusterVersion{}); err == nil || !strings.Contains(err.Error(), "declares version 1.0.5, not the requested 1.0.0") {
 		t.Errorf("a payload named 1.0.0 that declares 1.0.5 must be rejected: %v", err)
 	}
 }
@@ -91,7 +93,7 @@ func TestTheReleaseCacheKeepsOnlyReleasesInUse(t *testing.T) {
 		c.sync(t)
 	}
 	var cached []string
-	for v := range c.op.releases {
+	for v := range c.op.reader.releases {
 		cached = append(cached, v)
 	}
 	sort.Strings(cached)

@@ -84,7 +84,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	o.refreshFeatureGate(ctx)
 	invalid := clusterversion.CheckSpec(cv, now)
 	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
-	o.pinReleases(ctx, cv)
+	o.reader.pinReleases(ctx, cv)
 	o.setCapabilities(ctx, cv, now)
 	if out.Target == "" && requestedImage(cv) == "" {
 		status.Conditions = clusterversion.SetCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
@@ -106,7 +106,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		o.refreshUpdates(ctx, cv, out.Target, now, false)
 	}
 	if rel == nil && status.Desired.Version != "" {
-		if rel, err = o.currentRelease(ctx, cv); err != nil {
+		if rel, err = o.reader.currentRelease(ctx, cv); err != nil {
 			out.CurrentErr = err
 		}
 	}
@@ -140,7 +140,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	cv.Status = next
 	out.Upgradeable = *clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorUpgradeable)
 	if completed {
-		o.pruneImageCache(ctx, cv)
+		o.reader.pruneImageCache(ctx, cv)
 		// The graph may have changed while the update ran.
 		o.graphs.readAgain()
 	}
@@ -333,8 +333,8 @@ func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.Clus
 
 // imageFor is where rel was read from: the image its source names, or its
 // directory.
-func (o *Operator) imageFor(rel *payload.Release) string {
-	if image := o.sourceImage(rel.Version); image != "" {
+func (r *releaseReader) imageFor(rel *payload.Release) string {
+	if image := r.sourceImage(rel.Version); image != "" {
 		return image
 	}
 	if rel.Dir == "" {

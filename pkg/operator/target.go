@@ -53,11 +53,11 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 		if out.Target == status.Desired.Version {
 			return o.currentTarget(ctx, cv, out, now)
 		}
-		rel, err := o.loadRelease(out.Target, cv)
+		rel, err := o.reader.loadRelease(out.Target, cv)
 		if err == nil {
-			return &target{rel: rel, image: o.imageFor(rel)}
+			return &target{rel: rel, image: o.reader.imageFor(rel)}
 		}
-		if image = o.graphPayload(out.Target); image == "" || !errors.Is(err, ErrNotInStore) {
+		if image = o.reader.graphPayload(out.Target); image == "" || !errors.Is(err, ErrNotInStore) {
 			o.rejectLoad(cv, out, err, now)
 			return nil
 		}
@@ -84,7 +84,7 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 	// install has none, and its release is not verified.
 	verifying := status.Desired.Version != ""
 	if verifying {
-		req.verify, req.verifierKey = o.verifierFor(ctx, cv)
+		req.verify, req.verifierKey = o.reader.verifierFor(ctx, cv)
 	}
 	a := o.images.lookup(ctx, req)
 	switch {
@@ -126,13 +126,13 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 		t.risk = fmt.Sprintf("Target release version=%q image=%q cannot be verified, but continuing anyway because the update was forced: %s",
 			a.release.Version, a.image, msg)
 	}
-	t.rel = o.keepRelease(a.image, a.release, cv).Filter(o.loadOptionsFor(cv, a.release.Version))
+	t.rel = o.reader.keepRelease(a.image, a.release, cv).Filter(o.reader.loadOptionsFor(cv, a.release.Version))
 	return t
 }
 
 // currentTarget is the release already desired, asked for again.
 func (o *Operator) currentTarget(ctx context.Context, cv *configv1.ClusterVersion, out *Outcome, now metav1.Time) *target {
-	rel, err := o.currentRelease(ctx, cv)
+	rel, err := o.reader.currentRelease(ctx, cv)
 	switch {
 	case errors.Is(err, errRetrieving):
 		out.Retrieving = true
@@ -174,25 +174,25 @@ func requestedImage(cv *configv1.ClusterVersion) string {
 // image missing from the cache (a cache lost with its volume), or whose
 // entry does not load, is retrieved again in the background, unverified:
 // the cluster already accepted it.
-func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersion) (*payload.Release, error) {
+func (r *releaseReader) currentRelease(ctx context.Context, cv *configv1.ClusterVersion) (*payload.Release, error) {
 	d := cv.Status.Desired
 	digest := imageDigest(d.Image)
-	if digest == "" || o.sourceHasImage(d) {
-		return o.loadRelease(d.Version, cv)
+	if digest == "" || r.sourceHasImage(d) {
+		return r.loadRelease(d.Version, cv)
 	}
-	all, ok := o.releases[d.Image]
+	all, ok := r.releases[d.Image]
 	if !ok {
-		if o.images == nil {
+		if r.images == nil {
 			return nil, errNoPuller
 		}
 		var rel *payload.Release
-		if e, hit := o.cfg.Puller.Cached(digest, o.cfg.ReleasePlatform); hit {
+		if e, hit := r.cfg.Puller.Cached(digest, r.cfg.ReleasePlatform); hit {
 			var err error
-			if rel, err = payload.Load(e.Dir, *o.cfg.LoadOptions); err != nil {
+			if rel, err = payload.Load(e.Dir, *r.cfg.LoadOptions); err != nil {
 				// What a crash or a full disk left: retrieve it again
 				// rather than fail every pass for good.
 				klog.FromContext(ctx).Info("The cached current release does not load; retrieving it again", "image", d.Image, "err", err)
-				if err := o.cfg.Puller.Drop(digest); err != nil {
+				if err := r.cfg.Puller.Drop(digest); err != nil {
 					return nil, err
 				}
 				rel = nil
@@ -203,7 +203,7 @@ func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersi
 			if err != nil {
 				return nil, err
 			}
-			a := o.images.lookup(ctx, imageRequest{ref: ref, load: *o.cfg.LoadOptions})
+			a := r.images.lookup(ctx, imageRequest{ref: ref, load: *r.cfg.LoadOptions})
 			switch {
 			case a == nil:
 				return nil, fmt.Errorf("release image %s is not in the release cache: %w", d.Image, errRetrieving)
@@ -212,24 +212,24 @@ func (o *Operator) currentRelease(ctx context.Context, cv *configv1.ClusterVersi
 			}
 			rel = a.release
 		}
-		all = o.keepRelease(d.Image, rel, cv)
+		all = r.keepRelease(d.Image, rel, cv)
 	}
 	if all.Version != d.Version {
 		return nil, fmt.Errorf("release image %s declares version %s, not %s", d.Image, all.Version, d.Version)
 	}
-	return all.Filter(o.loadOptionsFor(cv, all.Version)), nil
+	return all.Filter(r.loadOptionsFor(cv, all.Version)), nil
 }
 
 // sourceHasImage says whether the release source itself holds d, as
 // `apply` holds the release image it was given.
-func (o *Operator) sourceHasImage(d configv1.Release) bool {
-	return d.Image != "" && o.sourceImage(d.Version) == d.Image
+func (r *releaseReader) sourceHasImage(d configv1.Release) bool {
+	return d.Image != "" && r.sourceImage(d.Version) == d.Image
 }
 
 // sourceImage is the image the release source read version from, "" when
 // it names none.
-func (o *Operator) sourceImage(version string) string {
-	if src, ok := o.cfg.Releases.(releaseImager); ok {
+func (r *releaseReader) sourceImage(version string) string {
+	if src, ok := r.cfg.Releases.(releaseImager); ok {
 		return src.ImageOf(version)
 	}
 	return ""
@@ -237,23 +237,23 @@ func (o *Operator) sourceImage(version string) string {
 
 // keepRelease keeps rel, loaded unfiltered, under key: a version or an
 // image. It returns rel.
-func (o *Operator) keepRelease(key string, rel *payload.Release, cv *configv1.ClusterVersion) *payload.Release {
+func (r *releaseReader) keepRelease(key string, rel *payload.Release, cv *configv1.ClusterVersion) *payload.Release {
 	if abs, err := filepath.Abs(rel.Dir); err == nil {
 		rel.Dir = abs
 	}
 	// Validated: the text was only for findings, and it is about a
 	// quarter of what the release holds.
 	rel.DropSource()
-	o.pruneReleases(cv, key)
-	o.releases[key] = rel
+	r.pruneReleases(cv, key)
+	r.releases[key] = rel
 	return rel
 }
 
 // graphPayload is the image the last update graph read gives for
 // version, "" when none does. No read is made: a sync never waits on the
 // update service.
-func (o *Operator) graphPayload(version string) string {
-	g := o.graphs.lastGood()
+func (r *releaseReader) graphPayload(version string) string {
+	g := r.graphs.lastGood()
 	if g == nil {
 		return ""
 	}
@@ -272,13 +272,13 @@ type cachedVerifier struct {
 
 // verifierFor returns how targets of cv are verified, and a key that
 // changes with it.
-func (o *Operator) verifierFor(ctx context.Context, cv *configv1.ClusterVersion) (func(context.Context, string) error, string) {
+func (r *releaseReader) verifierFor(ctx context.Context, cv *configv1.ClusterVersion) (func(context.Context, string) error, string) {
 	stores, _ := json.Marshal(cv.Spec.SignatureStores)
 	key := fmt.Sprintf("%s %s %s", cv.Status.Desired.Version, cv.Status.Desired.Image, stores)
-	if o.verifier.key == key {
-		return o.verifier.verify, key
+	if r.verifier.key == key {
+		return r.verifier.verify, key
 	}
-	current, err := o.currentRelease(ctx, cv)
+	current, err := r.currentRelease(ctx, cv)
 	if err != nil {
 		// Not kept: a later sync reads the current release again.
 		return func(_ context.Context, digest string) error {
@@ -286,36 +286,36 @@ func (o *Operator) verifierFor(ctx context.Context, cv *configv1.ClusterVersion)
 		}, key + " unreadable"
 	}
 	v, err := signature.FromRelease(current, signature.Options{
-		ConfigMaps: o.kube.CoreV1(), SignatureStores: cv.Spec.SignatureStores, Limits: o.cfg.SignatureLimits})
+		ConfigMaps: r.kube.CoreV1(), SignatureStores: cv.Spec.SignatureStores, Limits: r.cfg.SignatureLimits})
 	verify := v.Verify
 	if err != nil {
 		verify = func(_ context.Context, digest string) error {
 			return &signature.Error{Digest: digest, Err: fmt.Errorf("the current release's verification ConfigMap: %w", err)}
 		}
 	}
-	o.verifier = cachedVerifier{key: key, verify: verify}
+	r.verifier = cachedVerifier{key: key, verify: verify}
 	return verify, key
 }
 
 // pinReleases keeps the releases cv names in the cache whatever else is
 // fetched: requests for other images must not push out the release the
 // cluster runs, which a restart without the registry reads from there.
-func (o *Operator) pinReleases(ctx context.Context, cv *configv1.ClusterVersion) {
-	if o.cfg.Puller == nil {
+func (r *releaseReader) pinReleases(ctx context.Context, cv *configv1.ClusterVersion) {
+	if r.cfg.Puller == nil {
 		return
 	}
-	if err := o.cfg.Puller.Pin(namedDigests(cv)); err != nil {
+	if err := r.cfg.Puller.Pin(namedDigests(cv)); err != nil {
 		klog.FromContext(ctx).Error(err, "Pinning the releases history names in the release cache failed")
 	}
 }
 
 // pruneImageCache drops the cached releases that neither history nor the
 // spec names any more; run once an update completed.
-func (o *Operator) pruneImageCache(ctx context.Context, cv *configv1.ClusterVersion) {
-	if o.cfg.Puller == nil {
+func (r *releaseReader) pruneImageCache(ctx context.Context, cv *configv1.ClusterVersion) {
+	if r.cfg.Puller == nil {
 		return
 	}
-	dropped, err := o.cfg.Puller.Prune(namedDigests(cv))
+	dropped, err := r.cfg.Puller.Prune(namedDigests(cv))
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Pruning the release cache failed")
 	}
