@@ -193,12 +193,12 @@ type Operator struct {
 	clock    clock.Clock
 	metrics  *Metrics
 
-	syncMu   sync.Mutex
-	attempt  int
-	graphs   *graphFetcher
-	risks    *riskEvaluator
-	health   health
-	cuts     cutsReporter
+	syncMu  sync.Mutex
+	attempt int
+	graphs  *graphFetcher
+	risks   *riskEvaluator
+	health  health
+	cuts    cutsReporter
 	// images retrieves releases by image; nil without a Puller.
 	images *imageRetriever
 	// reader reads releases by version or image.
@@ -240,10 +240,10 @@ func New(cfg Config) (*Operator, error) {
 		cfg: cfg, kube: cfg.KubeClient, config: cfg.ConfigClient, dynamic: cfg.DynamicClient,
 		engine: cfg.Engine, recorder: boundedRecorder{cfg.Recorder}, events: cfg.EventBroadcaster,
 		clock: cfg.Clock, metrics: cfg.Metrics,
-		graphs:   newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
-		risks:    newRiskEvaluator(cfg.Clock, cfg.RiskConditions, cfg.RiskEvaluationTimeout),
-		images:   images,
-		cvRef:    cfg.eventObject(),
+		graphs: newGraphFetcher(cfg.Clock, cfg.UpdateGraphRefresh, cfg.UpdateGraphTimeout),
+		risks:  newRiskEvaluator(cfg.Clock, cfg.RiskConditions, cfg.RiskEvaluationTimeout),
+		images: images,
+		cvRef:  cfg.eventObject(),
 	}
 	o.reader = &releaseReader{cfg: &o.cfg, images: images, graphs: o.graphs, kube: o.kube, releases: map[string]*payload.Release{}}
 	o.observe = &observer{kube: o.kube, config: o.config, dynamic: o.dynamic, engine: o.engine,
