@@ -8,8 +8,11 @@ import (
 	"sync"
 
 	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/textwrap"
@@ -391,6 +394,17 @@ func (c *byteCount) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// statusWriter writes the ClusterVersion's status: fitted into its
+// limits, and only when it changed.
+type statusWriter struct {
+	config   configclient.Interface
+	clock    clock.Clock
+	metrics  *Metrics
+	recorder record.EventRecorder
+	cvRef    *corev1.ObjectReference
+	cuts     cutsReporter
+}
+
 // cutsReporter remembers the cuts last written, so that an Event
 // announces each new cut once, not every pass.
 type cutsReporter struct {
@@ -402,20 +416,20 @@ type cutsReporter struct {
 // truncation gauge, and announces a cut the last write did not make with
 // a Warning Event. A cut that is gone is no news: a value carried over
 // from the status as read was cut before and keeps its marker.
-func (o *Operator) fitStatus(cv *configv1.ClusterVersion) {
-	cuts := fitStatus(&cv.Status, metav1.NewTime(o.clock.Now()))
-	o.metrics.observeStatusCuts(cuts.perField)
-	o.cuts.mu.Lock()
+func (w *statusWriter) fitStatus(cv *configv1.ClusterVersion) {
+	cuts := fitStatus(&cv.Status, metav1.NewTime(w.clock.Now()))
+	w.metrics.observeStatusCuts(cuts.perField)
+	w.cuts.mu.Lock()
 	news := false
 	for _, n := range cuts.notes {
-		news = news || !o.cuts.last[n]
+		news = news || !w.cuts.last[n]
 	}
-	o.cuts.last = map[string]bool{}
+	w.cuts.last = map[string]bool{}
 	for _, n := range cuts.notes {
-		o.cuts.last[n] = true
+		w.cuts.last[n] = true
 	}
-	o.cuts.mu.Unlock()
+	w.cuts.mu.Unlock()
 	if news {
-		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, clusterversion.ReasonStatusLimits, cuts.message())
+		w.recorder.Event(w.cvRef, corev1.EventTypeWarning, clusterversion.ReasonStatusLimits, cuts.message())
 	}
 }

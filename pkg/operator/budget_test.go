@@ -72,6 +72,8 @@ func budgetCluster(t testing.TB, g *updategraph.Graph, files101 map[string]strin
 		t.Fatal(err)
 	}
 	c.op.metrics = metrics
+	c.op.writer.metrics = metrics
+	c.op.updates.metrics = metrics
 	return c, metrics
 }
 

@@ -37,6 +37,8 @@ func capabilityCluster(t testing.TB, caps *configv1.ClusterVersionCapabilitiesSp
 		t.Fatal(err)
 	}
 	c.op.metrics = metrics
+	c.op.writer.metrics = metrics
+	c.op.updates.metrics = metrics
 	return c, metrics
 }
 

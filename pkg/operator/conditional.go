@@ -213,11 +213,11 @@ func combinedReason(now, want string) string {
 // from the channel's graph g: updates are version's unconditional updates.
 // An error is the graph's, an invalid response; both lists are then
 // cleared.
-func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, updates []updategraph.Node, version string, now metav1.Time) error {
+func (ul *updateLister) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, updates []updategraph.Node, version string, now metav1.Time) error {
 	status := &cv.Status
-	conditional, entries, results, err := o.conditionalEntries(ctx, cv, g, version, now)
+	conditional, entries, results, err := ul.conditionalEntries(ctx, cv, g, version, now)
 	if err != nil {
-		o.clearUpdates(status)
+		ul.clearUpdates(status)
 		return err
 	}
 	targets := map[string]bool{}
@@ -234,15 +234,15 @@ func (o *Operator) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, 
 	sortReleases(updates)
 	status.AvailableUpdates = releasesOf(updates)
 	status.ConditionalUpdates = entries
-	o.metrics.observeConditionalUpdates(entries, results)
+	ul.metrics.observeConditionalUpdates(entries, results)
 	return nil
 }
 
 // pendingConditional judges the conditional updates from version in the
 // channel's graph g of an answer for another version, for acceptance
 // alone; none when g is invalid.
-func (o *Operator) pendingConditional(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, version string, now metav1.Time) []configv1.ConditionalUpdate {
-	_, entries, _, err := o.conditionalEntries(ctx, cv, g, version, now)
+func (ul *updateLister) pendingConditional(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, version string, now metav1.Time) []configv1.ConditionalUpdate {
+	_, entries, _, err := ul.conditionalEntries(ctx, cv, g, version, now)
 	if err != nil {
 		return nil
 	}
@@ -253,7 +253,7 @@ func (o *Operator) pendingConditional(ctx context.Context, cv *configv1.ClusterV
 // the channel's graph g, and judges each as status.conditionalUpdates
 // holds it, keeping the conditions status already has for it; entries
 // are nil when there are none.
-func (o *Operator) conditionalEntries(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, version string, now metav1.Time) (
+func (ul *updateLister) conditionalEntries(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, version string, now metav1.Time) (
 	conditional []updategraph.ConditionalUpdate, entries []configv1.ConditionalUpdate, results map[string]riskResult, err error) {
 	conditional, err = g.ConditionalUpdates(version)
 	if err != nil {
@@ -264,8 +264,8 @@ func (o *Operator) conditionalEntries(ctx context.Context, cv *configv1.ClusterV
 		conditional = conditional[:MaxConditionalUpdates]
 	}
 	// PromQL rules fill the cluster's ID into their `_id=""` matchers.
-	results = o.risks.lookup(clusterconditions.WithClusterID(ctx, string(cv.Spec.ClusterID)), conditional)
-	accept := o.observe.acceptRisks(ctx, cv)
+	results = ul.risks.lookup(clusterconditions.WithClusterID(ctx, string(cv.Spec.ClusterID)), conditional)
+	accept := ul.observe.acceptRisks(ctx, cv)
 	previous := map[string][]metav1.Condition{}
 	for _, u := range cv.Status.ConditionalUpdates {
 		previous[u.Release.Version] = u.Conditions
@@ -382,9 +382,9 @@ func statusRisks(risks []configv1.ConditionalUpdateRisk) []configv1.ConditionalU
 }
 
 // clearUpdates empties both lists of updates, and their metrics.
-func (o *Operator) clearUpdates(status *configv1.ClusterVersionStatus) {
+func (ul *updateLister) clearUpdates(status *configv1.ClusterVersionStatus) {
 	status.AvailableUpdates, status.ConditionalUpdates = nil, nil
-	o.metrics.observeConditionalUpdates(nil, nil)
+	ul.metrics.observeConditionalUpdates(nil, nil)
 }
 
 func sortReleases(nodes []updategraph.Node) {
@@ -402,11 +402,10 @@ func sortReleases(nodes []updategraph.Node) {
 // the graph deprecates, nil when there is none or it cannot be read. plan
 // judges with it, so that it judges as the operator does.
 func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, dyn dynamic.Interface) map[string]string {
-	o := &Operator{clock: clock.RealClock{}, dynamic: dyn, graphs: newGraphFetcher(clock.RealClock{}, defaultGraphRefresh, defaultGraphTimeout),
-		observe: &observer{dynamic: dyn}}
-	o.cfg.RiskConditions = clusterconditions.New(nil)
-	o.risks = newRiskEvaluator(o.clock, o.cfg.RiskConditions, defaultRiskEvaluationTimeout)
-	return o.refreshUpdates(ctx, cv, target, metav1.Now(), true).deprecated
+	c := clock.RealClock{}
+	ul := &updateLister{cfg: &Config{}, clock: c, graphs: newGraphFetcher(c, defaultGraphRefresh, defaultGraphTimeout),
+		risks: newRiskEvaluator(c, clusterconditions.New(nil), defaultRiskEvaluationTimeout), observe: &observer{dynamic: dyn}}
+	return ul.refreshUpdates(ctx, cv, target, metav1.Now(), true).deprecated
 }
 
 // clusterVersionsResource is the ClusterVersion, read unstructured for

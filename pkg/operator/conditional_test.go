@@ -144,6 +144,8 @@ func newGraphFileCluster(t *testing.T, graph, version string, versions ...string
 		t.Fatal(err)
 	}
 	c.op.metrics = metrics
+	c.op.writer.metrics = metrics
+	c.op.updates.metrics = metrics
 	return c, graphFile, metrics
 }
 

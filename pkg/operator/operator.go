@@ -198,7 +198,10 @@ type Operator struct {
 	graphs  *graphFetcher
 	risks   *riskEvaluator
 	health  health
-	cuts    cutsReporter
+	// writer is the one writer of the ClusterVersion's status.
+	writer *statusWriter
+	// updates lists the updates the graph offers.
+	updates *updateLister
 	// images retrieves releases by image; nil without a Puller.
 	images *imageRetriever
 	// reader reads releases by version or image.
@@ -245,6 +248,8 @@ func New(cfg Config) (*Operator, error) {
 		images: images,
 		cvRef:  cfg.eventObject(),
 	}
+	o.updates = &updateLister{cfg: &o.cfg, clock: o.clock, graphs: o.graphs, risks: o.risks, metrics: o.metrics}
+	o.writer = &statusWriter{config: o.config, clock: o.clock, metrics: o.metrics, recorder: o.recorder, cvRef: o.cvRef}
 	o.reader = &releaseReader{cfg: &o.cfg, images: images, graphs: o.graphs, kube: o.kube, releases: map[string]*payload.Release{}}
 	o.observe = &observer{kube: o.kube, config: o.config, dynamic: o.dynamic, engine: o.engine,
 		adminGates: cfg.AdminGates, adminAcks: cfg.AdminAcks, current: o.reader.currentRelease,
@@ -255,6 +260,7 @@ func New(cfg Config) (*Operator, error) {
 			}
 			return rel
 		}}
+	o.updates.observe = o.observe
 	return o, nil
 }
 

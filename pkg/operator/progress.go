@@ -135,7 +135,7 @@ func (r *progressReporter) run(ctx context.Context) {
 		next.Status.Conditions = clusterversion.SetCondition(next.Status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: configv1.OperatorProgressing, Status: configv1.ConditionTrue,
 			Message: clusterversion.WorkingTowards(next.Status.Desired.Version, done, total)}, r.transition)
-		written, err := r.o.updateStatus(ctx, r.cv, next)
+		written, err := r.o.writer.updateStatus(ctx, r.cv, next)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Writing progress failed")
 			continue

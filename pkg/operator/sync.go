@@ -90,20 +90,20 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		status.Conditions = clusterversion.SetCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: clusterversion.ConditionFailing, Status: configv1.ConditionTrue, Reason: clusterversion.ReasonNoDesiredUpdate,
 			Message: "No release is requested: set spec.desiredUpdate.version or spec.desiredUpdate.image"}, now)
-		return out, o.writeStatus(ctx, original, cv)
+		return out, o.writer.writeStatus(ctx, original, cv)
 	}
 
 	obs, err := o.observeBefore(ctx, cv, out, now)
 	if err != nil {
 		return nil, err
 	}
-	view := o.refreshUpdates(ctx, cv, out.Target, now, true)
+	view := o.updates.refreshUpdates(ctx, cv, out.Target, now, true)
 	running := status.Desired.Version
 	rel := o.acceptTarget(ctx, cv, out, view, obs, now)
 	if status.Desired.Version != running {
 		// Ask the graph about the new version at once, and list none of
 		// the old version's updates meanwhile.
-		o.refreshUpdates(ctx, cv, out.Target, now, false)
+		o.updates.refreshUpdates(ctx, cv, out.Target, now, false)
 	}
 	if rel == nil && status.Desired.Version != "" {
 		if rel, err = o.reader.currentRelease(ctx, cv); err != nil {
@@ -116,7 +116,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 			obs.Upgradeable = &up
 			o.setUpgradeable(cv, obs, out, now)
 		}
-		return out, o.writeStatus(ctx, original, cv)
+		return out, o.writer.writeStatus(ctx, original, cv)
 	}
 
 	res, written, err := o.applyRelease(ctx, cv, rel, out, events, now)
@@ -149,7 +149,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		o.metrics.observeCleanups(res.Cleanups)
 		o.metrics.observeSync(o.clock.Since(start), res)
 	}
-	return out, o.writeStatus(ctx, original, cv)
+	return out, o.writer.writeStatus(ctx, original, cv)
 }
 
 // observeBefore reads what the pass's decisions need before it runs: the
@@ -293,18 +293,18 @@ func (o *Operator) setUpgradeable(cv *configv1.ClusterVersion, obs clusterversio
 }
 
 // writeStatus updates status only when it changed: a no-op resync writes nothing.
-func (o *Operator) writeStatus(ctx context.Context, original, cv *configv1.ClusterVersion) error {
-	_, err := o.updateStatus(ctx, original, cv)
+func (w *statusWriter) writeStatus(ctx context.Context, original, cv *configv1.ClusterVersion) error {
+	_, err := w.updateStatus(ctx, original, cv)
 	return err
 }
 
 // updateStatus is writeStatus that returns the ClusterVersion as written,
 // or nil when the status had not changed. It is the one writer of the
 // status, and fits it into its limits first.
-func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.ClusterVersion) (*configv1.ClusterVersion, error) {
-	o.fitStatus(cv)
+func (w *statusWriter) updateStatus(ctx context.Context, original, cv *configv1.ClusterVersion) (*configv1.ClusterVersion, error) {
+	w.fitStatus(cv)
 	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
-		o.metrics.observeStatus(cv)
+		w.metrics.observeStatus(cv)
 		return nil, nil
 	}
 	var written *configv1.ClusterVersion
@@ -312,11 +312,11 @@ func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.Clus
 		// The typed object serializes spec fields older CRDs lack; the
 		// status subresource ignores spec, so skip the warnings.
 		var err error
-		written, err = o.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
+		written, err = w.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
 		if err == nil {
 			return nil
 		}
-		latest, getErr := o.config.ConfigV1().ClusterVersions().Get(ctx, cv.Name, metav1.GetOptions{})
+		latest, getErr := w.config.ConfigV1().ClusterVersions().Get(ctx, cv.Name, metav1.GetOptions{})
 		if getErr != nil {
 			return err
 		}
@@ -327,7 +327,7 @@ func (o *Operator) updateStatus(ctx context.Context, original, cv *configv1.Clus
 	if err != nil {
 		return nil, err
 	}
-	o.metrics.observeStatus(written)
+	w.metrics.observeStatus(written)
 	return written, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
@@ -81,6 +82,18 @@ type graphView struct {
 	pending []configv1.ConditionalUpdate
 }
 
+// updateLister lists the updates the update graph offers the cluster:
+// availableUpdates, conditionalUpdates with their risks evaluated, and
+// RetrievedUpdates.
+type updateLister struct {
+	cfg     *Config
+	clock   clock.Clock
+	graphs  *graphFetcher
+	risks   *riskEvaluator
+	metrics *Metrics
+	observe *observer
+}
+
 // refreshUpdates sets status.availableUpdates, RetrievedUpdates and
 // ReleaseDeprecated from what the graph fetcher knows, and returns what
 // acceptance of target, the version the spec asks for, is judged by. Only
@@ -91,22 +104,22 @@ type graphView struct {
 // last known; the condition says how old they are.
 // A sync reads the graph inline (not started) at most once: again, with
 // inline unset, it only asks, and the view it returns judges nothing.
-func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time, inline bool) graphView {
+func (ul *updateLister) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, now metav1.Time, inline bool) graphView {
 	status := &cv.Status
-	query := queryFor(o.cfg.UpdateGraph, cv, target)
+	query := queryFor(ul.cfg.UpdateGraph, cv, target)
 	var latest, good graphAnswer
 	if inline {
-		latest, good = o.graphs.lookup(ctx, query)
+		latest, good = ul.graphs.lookup(ctx, query)
 	} else {
-		latest, good = o.graphs.peek(query)
+		latest, good = ul.graphs.peek(query)
 	}
-	o.metrics.observeRetrieval(query, good, now.Time)
+	ul.metrics.observeRetrieval(query, good, now.Time)
 	source, version := query.source, query.version
 	if source == nil {
-		o.clearUpdates(status)
+		ul.clearUpdates(status)
 		status.Conditions = clusterversion.RemoveCondition(status.Conditions, configv1.RetrievedUpdates)
 		status.Conditions = clusterversion.RemoveCondition(status.Conditions, clusterversion.ConditionReleaseDeprecated)
-		o.metrics.observeDeprecation(version, false)
+		ul.metrics.observeDeprecation(version, false)
 		return graphView{}
 	}
 	channel := query.channel
@@ -114,11 +127,11 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	switch {
 	case channel == "":
 		retrieved.Reason, retrieved.Message = updategraph.ReasonNoChannel, "The update channel has not been configured: set spec.channel."
-		o.clearUpdates(status)
+		ul.clearUpdates(status)
 	case latest.key != query.key():
 		// The answer to a new query is on its way and wakes a sync when
 		// it comes; an answer for another version never stands in for it.
-		o.clearUpdates(status)
+		ul.clearUpdates(status)
 		retrieved.Status, retrieved.Reason = configv1.ConditionUnknown, clusterversion.ReasonRetrieving
 		retrieved.Message = fmt.Sprintf("Retrieving the available updates of %s in the %q channel from %s.", version, channel, source)
 	case latest.err != nil:
@@ -127,29 +140,29 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		switch good.key {
 		case query.key():
 			retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: last retrieved %s ago; the latest try failed: %v",
-				source, duration.HumanDuration(o.clock.Since(good.at)), latest.err)
+				source, duration.HumanDuration(ul.clock.Since(good.at)), latest.err)
 		case "":
 			// Kept: from before this process, likely for the same query.
 		default:
 			// They answered another upstream, channel or version.
-			o.clearUpdates(status)
+			ul.clearUpdates(status)
 		}
 	default:
 		inChannel := latest.graph.InChannel(channel)
 		updates, found := inChannel.Updates(version)
 		if found {
-			if err := o.setUpdates(ctx, cv, inChannel, updates, version, now); err != nil {
+			if err := ul.setUpdates(ctx, cv, inChannel, updates, version, now); err != nil {
 				retrieved.Reason = updategraph.ReasonOf(err)
 				retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: %v", source, err)
 				break
 			}
 			retrieved.Status, retrieved.Reason, retrieved.Message = configv1.ConditionTrue, "", ""
-			if age := o.clock.Since(latest.at); age > o.graphs.refresh+o.graphs.budget {
+			if age := ul.clock.Since(latest.at); age > ul.graphs.refresh+ul.graphs.budget {
 				retrieved.Message = fmt.Sprintf("Available updates were last retrieved %s ago.", duration.HumanDuration(age))
 			}
 			break
 		}
-		o.clearUpdates(status)
+		ul.clearUpdates(status)
 		retrieved.Reason = updategraph.ReasonVersionNotFound
 		retrieved.Message = fmt.Sprintf("The cluster's version %s is not in the %q channel of %s: it may have been removed from the channel. "+
 			"Choose another channel in spec.channel, or update to a release by version.", version, channel, source)
@@ -161,7 +174,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 	// Only the inline call's view judges a target; the pending risks are
 	// not evaluated for the call that only asks.
 	if inline && channel != "" && good.key != query.key() && good.scope == query.scope() && good.graph != nil {
-		view.pending = o.pendingConditional(ctx, cv, good.graph.InChannel(channel), version, now)
+		view.pending = ul.pendingConditional(ctx, cv, good.graph.InChannel(channel), version, now)
 	}
 
 	known := good.graph
@@ -182,7 +195,7 @@ func (o *Operator) refreshUpdates(ctx context.Context, cv *configv1.ClusterVersi
 		}
 	}
 	status.Conditions = clusterversion.SetCondition(status.Conditions, c, now)
-	o.metrics.observeDeprecation(version, deprecated)
+	ul.metrics.observeDeprecation(version, deprecated)
 	return view
 }
 
