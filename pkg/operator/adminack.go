@@ -61,10 +61,10 @@ func ships(rel *payload.Release, name types.NamespacedName) bool {
 // watchAdminAcks pokes on every change of the two admin ConfigMaps, and
 // on nothing else: each informer lists one name in one namespace. The
 // returned function stops them.
-func (o *Operator) watchAdminAcks(ctx context.Context, poke func()) (stop func()) {
+func (b *observer) watchAdminAcks(ctx context.Context, poke func()) (stop func()) {
 	var factories []informers.SharedInformerFactory
-	for _, name := range []types.NamespacedName{o.cfg.AdminGates, o.cfg.AdminAcks} {
-		f := informers.NewSharedInformerFactoryWithOptions(o.kube, 0, informers.WithNamespace(name.Namespace),
+	for _, name := range []types.NamespacedName{b.adminGates, b.adminAcks} {
+		f := informers.NewSharedInformerFactoryWithOptions(b.kube, 0, informers.WithNamespace(name.Namespace),
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 				lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name.Name).String()
 			}))

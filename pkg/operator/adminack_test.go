@@ -209,7 +209,7 @@ func TestWatchAdminAcksPokesOnTheirChangesOnly(t *testing.T) {
 	gates := types.NamespacedName{Namespace: "gates-ns", Name: "gates"}
 	acks := types.NamespacedName{Namespace: "acks-ns", Name: "acks"}
 	kube := kubefake.NewClientset(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: gates.Namespace, Name: gates.Name}, Data: map[string]string{testGate: "x"}})
-	o := &Operator{kube: kube, cfg: Config{AdminGates: gates, AdminAcks: acks}}
+	o := &observer{kube: kube, adminGates: gates, adminAcks: acks}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pokes := make(chan struct{}, 10)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/payload-applier/payload-applier/manifests"
@@ -29,7 +30,7 @@ func (o *Operator) Bootstrap(ctx context.Context) error {
 		return err
 	}
 	for _, crd := range crds {
-		if err := o.ensureCRD(ctx, crd); err != nil {
+		if err := ensureCRD(ctx, o.dynamic, crd); err != nil {
 			return err
 		}
 	}
@@ -58,8 +59,8 @@ func (o *Operator) Bootstrap(ctx context.Context) error {
 
 // ensureCRD creates a missing CRD and waits until it is Established. An
 // existing CRD is left alone: a newer one may be installed by the payload.
-func (o *Operator) ensureCRD(ctx context.Context, crd *unstructured.Unstructured) error {
-	ri := o.dynamic.Resource(payload.CRDGVR)
+func ensureCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Unstructured) error {
+	ri := dyn.Resource(payload.CRDGVR)
 	_, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
 	if err == nil {
 		return nil

@@ -17,15 +17,15 @@ import (
 // the ImplicitlyEnabledCapabilities condition and the capability metric.
 // Every pass does, so that a capability once enabled stays enabled and its
 // manifests applied whatever the spec says later.
-func (o *Operator) setCapabilities(ctx context.Context, cv *configv1.ClusterVersion, now metav1.Time) {
+func setCapabilities(ctx context.Context, cv *configv1.ClusterVersion, now metav1.Time, metrics *Metrics) {
 	caps, err := clusterversion.Capabilities(cv)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Ignoring what the ClusterVersion's capabilities name that is unknown")
 	}
 	cv.Status.Capabilities = *caps.Status()
 	cv.Status.Conditions = clusterversion.SetCondition(cv.Status.Conditions, clusterversion.ImplicitlyEnabledCondition(caps.Implicit), now)
-	if o.metrics != nil {
-		o.metrics.observeCapabilities(caps)
+	if metrics != nil {
+		metrics.observeCapabilities(caps)
 	}
 }
 
@@ -59,6 +59,6 @@ func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.
 	klog.FromContext(ctx).Info("Enabling capabilities implicitly: the update moves objects the cluster runs behind them",
 		"capabilities", implicit, "target", target.Version)
 	cv.Status.Capabilities.EnabledCapabilities = append(cv.Status.Capabilities.EnabledCapabilities, implicit...)
-	o.setCapabilities(ctx, cv, now)
+	setCapabilities(ctx, cv, now, o.metrics)
 	return target.Filter(o.reader.loadOptionsFor(cv, target.Version)), nil
 }

@@ -8,7 +8,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	configinformers "github.com/openshift/client-go/config/informers/externalversions"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,16 +89,17 @@ func (f *clusterFeatures) current() (*configv1.FeatureGate, bool) {
 
 // refreshFeatureGate reads the FeatureGate at the start of a pass. A read
 // that fails keeps the last answer. A new feature set restarts the sync,
-// as the CVO restarts itself (featurechangestopper.go): the releases it
-// holds are dropped and the pass starts over on the new set.
-func (o *Operator) refreshFeatureGate(ctx context.Context) {
+// as the CVO restarts itself (featurechangestopper.go): the releases held
+// are dropped, and the message returned says so; "" when the set is the
+// same.
+func (r *releaseReader) refreshFeatureGate(ctx context.Context, cc configclient.Interface) (restart string) {
 	logger := klog.FromContext(ctx)
-	fg, err := ReadFeatureGate(ctx, o.config, o.cfg.FeatureGateName)
+	fg, err := ReadFeatureGate(ctx, cc, r.cfg.FeatureGateName)
 	if err != nil {
 		logger.Error(err, "Keeping the feature set and gates last read")
-		return
+		return ""
 	}
-	f := &o.reader.features
+	f := &r.features
 	f.mu.Lock()
 	first := !f.read
 	wasFound := f.gate != nil
@@ -117,28 +117,22 @@ func (o *Operator) refreshFeatureGate(ctx context.Context) {
 	switch {
 	case fg == nil && (first || wasFound):
 		logger.Info("No FeatureGate in the cluster: including manifests as for the Default feature set, with the feature gates openshift/api enables in it for the profile",
-			"featureGate", o.cfg.FeatureGateName)
+			"featureGate", r.cfg.FeatureGateName)
 	case fg != nil && (first || changed):
-		logger.Info("FeatureGate read", "featureGate", o.cfg.FeatureGateName, "featureSet", set)
+		logger.Info("FeatureGate read", "featureGate", r.cfg.FeatureGateName, "featureSet", set)
 	}
-	if !first && set != previous {
-		msg := fmt.Sprintf("FeatureSet was %q, but the current feature set is %q; restarting the sync", previous, set)
-		logger.Info(msg)
-		o.recorder.Event(o.cvRef, corev1.EventTypeNormal, EventFeatureSetChanged, msg)
-		o.restartSync()
+	if first || set == previous {
+		return ""
 	}
+	restart = fmt.Sprintf("FeatureSet was %q, but the current feature set is %q; restarting the sync", previous, set)
+	logger.Info(restart)
+	r.releases = map[string]*payload.Release{}
+	return restart
 }
 
 // EventFeatureSetChanged is the Event of a sync restarted for a new
 // feature set.
 const EventFeatureSetChanged = "FeatureSetChanged"
-
-// restartSync drops what the sync built on the old feature set: the
-// releases it holds and the reconcile attempt count. Callers hold syncMu.
-func (o *Operator) restartSync() {
-	o.reader.releases = map[string]*payload.Release{}
-	o.attempt = 0
-}
 
 // FeatureGateVersion is the version whose enabled gates filter release:
 // that of the release the cluster runs or is moving to (status.desired),

@@ -56,3 +56,8 @@ func (o *Operator) Ready() error {
 	}
 	return nil
 }
+
+// lead records that this instance leads since now.
+func (h *health) lead(now time.Time) {
+	h.set(func(h *health) { h.leading, h.started = true, now })
+}

@@ -20,7 +20,7 @@ func TestLivenessAndReadiness(t *testing.T) {
 	if err := op.Live(window); err != nil {
 		t.Errorf("a standby that runs no pass is live: %v", err)
 	}
-	op.lead()
+	op.health.lead(op.clock.Now())
 	c.clock.Step(5 * time.Minute)
 	if err := op.Live(window); err != nil {
 		t.Errorf("a leader within the window of its start is live: %v", err)

@@ -54,7 +54,7 @@ func (o *Operator) HoldLease(ctx context.Context, waitFor time.Duration, fn func
 	case err != nil:
 		return fmt.Errorf("read the Lease %s/%s: %w", o.cfg.Namespace, opts.LeaseName, err)
 	}
-	held := o.heldBy(rec)
+	held := heldBy(o.cfg.Identity, rec)
 	duration, retry, renew := leaseTiming(held != nil, rec, opts)
 	// A free Lease is taken at the first try, which may take a request's
 	// time; a held one is waited for.
@@ -128,15 +128,16 @@ func (o *Operator) HoldLease(ctx context.Context, waitFor time.Duration, fn func
 	if err != nil {
 		return fmt.Errorf("acquire the Lease %s/%s: %w", o.cfg.Namespace, opts.LeaseName, err)
 	}
-	if held := o.heldBy(latest); held != nil {
+	if held := heldBy(o.cfg.Identity, latest); held != nil {
 		return held
 	}
 	return &LeaseHeldError{Holder: elector.GetLeader(), RenewedAt: latest.RenewTime.Time}
 }
 
-// heldBy is the Lease's holder when another instance holds rec, else nil.
-func (o *Operator) heldBy(rec *resourcelock.LeaderElectionRecord) *LeaseHeldError {
-	if rec.HolderIdentity == "" || rec.HolderIdentity == o.cfg.Identity {
+// heldBy is the Lease's holder when an instance other than identity
+// holds rec, else nil.
+func heldBy(identity string, rec *resourcelock.LeaderElectionRecord) *LeaseHeldError {
+	if rec.HolderIdentity == "" || rec.HolderIdentity == identity {
 		return nil
 	}
 	return &LeaseHeldError{Holder: rec.HolderIdentity, RenewedAt: rec.RenewTime.Time}

@@ -69,7 +69,7 @@ func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
 	o.StartEvents()
 	defer o.Shutdown()
 	if !opts.LeaderElection {
-		o.lead()
+		o.health.lead(o.clock.Now())
 		o.loop(ctx, opts)
 		return nil
 	}
@@ -88,7 +88,7 @@ func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				logger.Info("Acquired leadership", "identity", o.cfg.Identity)
-				o.lead()
+				o.health.lead(o.clock.Now())
 				o.loop(ctx, opts)
 			},
 			OnStoppedLeading: func() {
@@ -107,12 +107,6 @@ func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
 	}
 	elector.Run(ctx)
 	return ctx.Err()
-}
-
-// lead marks the start of leading, from which liveness counts.
-func (o *Operator) lead() {
-	now := o.clock.Now()
-	o.health.set(func(h *health) { h.leading, h.started = true, now })
 }
 
 // loop syncs on a jittered interval, on relevant changes to the
@@ -155,7 +149,7 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	})
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	defer o.watchAdminAcks(ctx, poke)()
+	defer o.observe.watchAdminAcks(ctx, poke)()
 	// The update graph is read beside the syncs, which never wait for it;
 	// an answer that changes the status starts one.
 	o.graphs.start(ctx, poke)

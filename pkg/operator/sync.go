@@ -81,11 +81,14 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	}
 	original := cv.DeepCopy()
 	status := &cv.Status
-	o.refreshFeatureGate(ctx)
+	if restart := o.reader.refreshFeatureGate(ctx, o.config); restart != "" {
+		o.recorder.Event(o.cvRef, corev1.EventTypeNormal, EventFeatureSetChanged, restart)
+		o.attempt = 0
+	}
 	invalid := clusterversion.CheckSpec(cv, now)
 	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
 	o.reader.pinReleases(ctx, cv)
-	o.setCapabilities(ctx, cv, now)
+	setCapabilities(ctx, cv, now, o.metrics)
 	if out.Target == "" && requestedImage(cv) == "" {
 		status.Conditions = clusterversion.SetCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: clusterversion.ConditionFailing, Status: configv1.ConditionTrue, Reason: clusterversion.ReasonNoDesiredUpdate,
@@ -114,7 +117,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		if obs.Upgradeable == nil {
 			up := o.observe.upgradeable(ctx, cv)
 			obs.Upgradeable = &up
-			o.setUpgradeable(cv, obs, out, now)
+			setUpgradeable(cv, obs, out, now)
 		}
 		return out, o.writer.writeStatus(ctx, original, cv)
 	}
@@ -172,7 +175,7 @@ func (o *Operator) observeBefore(ctx context.Context, cv *configv1.ClusterVersio
 	if out.Target == "" || out.Target != cv.Status.Desired.Version || len(cv.Status.History) == 0 {
 		up := o.observe.upgradeable(ctx, cv)
 		obs.Upgradeable = &up
-		o.setUpgradeable(cv, obs, out, now)
+		setUpgradeable(cv, obs, out, now)
 	}
 	return obs, nil
 }
@@ -222,15 +225,15 @@ func (o *Operator) acceptTarget(ctx context.Context, cv *configv1.ClusterVersion
 	}
 	if verdict.Blocking {
 		out.Refused = verdict.Summary
-		o.rejectTarget(cv, clusterversion.ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, verdict.Summary),
-			"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, verdict.Summary), now)
+		o.rejectTarget(cv, refusal{clusterversion.ReasonPreconditionChecks, fmt.Sprintf("Preconditions failed for payload loaded version=%q: %v", out.Target, verdict.Summary),
+			"PreconditionBlock", fmt.Sprintf("Update to %s refused: %v", out.Target, verdict.Summary)}, now)
 		return nil
 	}
 	rel, err := o.enableImplicitCapabilities(ctx, cv, rel, now)
 	if err != nil {
 		out.Refused = err
-		o.rejectTarget(cv, clusterversion.ReasonCurrentReleaseUnreadable, fmt.Sprintf("Update to payload loaded version=%q refused: %v", out.Target, err),
-			"UpdateRefused", fmt.Sprintf("Update to %s refused: %v", out.Target, err), now)
+		o.rejectTarget(cv, refusal{clusterversion.ReasonCurrentReleaseUnreadable, fmt.Sprintf("Update to payload loaded version=%q refused: %v", out.Target, err),
+			"UpdateRefused", fmt.Sprintf("Update to %s refused: %v", out.Target, err)}, now)
 		return nil
 	}
 	if t.risk != "" {
@@ -274,19 +277,26 @@ func (o *Operator) applyRelease(ctx context.Context, cv *configv1.ClusterVersion
 	return o.runPass(ctx, cv, rel, opts, events, now)
 }
 
+// refusal is why a target is not accepted: ReleaseAccepted's reason and
+// message, and the Warning Event's.
+type refusal struct {
+	reason, message     string
+	event, eventMessage string
+}
+
 // rejectTarget sets ReleaseAccepted=False and records a warning Event only
 // when the condition changes, so that a target refused every pass is
 // announced once.
-func (o *Operator) rejectTarget(cv *configv1.ClusterVersion, reason, message, eventReason, eventMessage string, now metav1.Time) {
-	rejected := configv1.ClusterOperatorStatusCondition{Type: clusterversion.ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: reason, Message: message}
+func (o *Operator) rejectTarget(cv *configv1.ClusterVersion, r refusal, now metav1.Time) {
+	rejected := configv1.ClusterOperatorStatusCondition{Type: clusterversion.ConditionReleaseAccepted, Status: configv1.ConditionFalse, Reason: r.reason, Message: r.message}
 	if c := clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionReleaseAccepted); c == nil || c.Status != rejected.Status || c.Message != rejected.Message {
-		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, eventReason, eventMessage)
+		o.recorder.Event(o.cvRef, corev1.EventTypeWarning, r.event, r.eventMessage)
 	}
 	cv.Status.Conditions = clusterversion.SetCondition(cv.Status.Conditions, rejected, now)
 }
 
 // setUpgradeable writes the Upgradeable that obs decides.
-func (o *Operator) setUpgradeable(cv *configv1.ClusterVersion, obs clusterversion.Observed, out *Outcome, now metav1.Time) {
+func setUpgradeable(cv *configv1.ClusterVersion, obs clusterversion.Observed, out *Outcome, now metav1.Time) {
 	c := clusterversion.Decide(obs, now).Upgradeable
 	cv.Status.Conditions = clusterversion.SetCondition(cv.Status.Conditions, c, now)
 	out.Upgradeable = c

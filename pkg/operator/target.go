@@ -58,7 +58,7 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 			return &target{rel: rel, image: o.reader.imageFor(rel)}
 		}
 		if image = o.reader.graphPayload(out.Target); image == "" || !errors.Is(err, ErrNotInStore) {
-			o.rejectLoad(cv, out, err, now)
+			o.rejectTarget(cv, loadRefusal(cv, out, err), now)
 			return nil
 		}
 	}
@@ -67,16 +67,16 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 	}
 	ref, err := releaseimage.ParseRef(image)
 	if err != nil {
-		o.rejectRetrieve(cv, out, err, now)
+		o.rejectTarget(cv, retrieveRefusal(out, err), now)
 		return nil
 	}
 	if !ref.ByDigest() && !force {
 		// A tag can move to another image after it was checked.
-		o.rejectRetrieve(cv, out, fmt.Errorf("release image %s is named by tag; name it by digest or set force", image), now)
+		o.rejectTarget(cv, retrieveRefusal(out, fmt.Errorf("release image %s is named by tag; name it by digest or set force", image)), now)
 		return nil
 	}
 	if o.images == nil {
-		o.rejectRetrieve(cv, out, errNoPuller, now)
+		o.rejectTarget(cv, retrieveRefusal(out, errNoPuller), now)
 		return nil
 	}
 	req := imageRequest{ref: ref, load: *o.cfg.LoadOptions, force: force}
@@ -95,23 +95,23 @@ func (o *Operator) resolveTarget(ctx context.Context, cv *configv1.ClusterVersio
 			Message: fmt.Sprintf("Retrieving payload %s", image)}, now)
 		return nil
 	case a.stage == clusterversion.ReasonRetrievePayload:
-		o.rejectRetrieve(cv, out, a.err, now)
+		o.rejectTarget(cv, retrieveRefusal(out, a.err), now)
 		return nil
 	case a.err != nil:
-		o.rejectLoad(cv, out, fmt.Errorf("release image %s: %w", image, a.err), now)
+		o.rejectTarget(cv, loadRefusal(cv, out, fmt.Errorf("release image %s: %w", image, a.err)), now)
 		return nil
 	case a.verifyErr != nil && (!force || a.release == nil):
 		// Refused before anything of the image was read.
 		out.VerifyErr = a.verifyErr
 		msg := verifyMessage(a.verifyErr)
-		o.rejectTarget(cv, clusterversion.ReasonImageVerificationFailed, msg, clusterversion.ReasonImageVerificationFailed, msg, now)
+		o.rejectTarget(cv, refusal{clusterversion.ReasonImageVerificationFailed, msg, clusterversion.ReasonImageVerificationFailed, msg}, now)
 		return nil
 	}
 	want := out.Target
 	if want != "" && a.release.Version != want {
 		out.LoadErr = fmt.Errorf("release image %s declares version %s, not the requested %s", a.image, a.release.Version, want)
 		msg := fmt.Sprintf("Release image %s is rejected: %v", image, out.LoadErr)
-		o.rejectTarget(cv, clusterversion.ReasonVerifyPayloadVersion, msg, "VerifyPayloadVersionFailed", msg, now)
+		o.rejectTarget(cv, refusal{clusterversion.ReasonVerifyPayloadVersion, msg, "VerifyPayloadVersionFailed", msg}, now)
 		return nil
 	}
 	if sameImage(a.image, status.Desired.Image) {
@@ -141,24 +141,25 @@ func (o *Operator) currentTarget(ctx context.Context, cv *configv1.ClusterVersio
 			Message: fmt.Sprintf("Retrieving payload %s", cv.Status.Desired.Image)}, now)
 		return nil
 	case err != nil:
-		o.rejectLoad(cv, out, err, now)
+		o.rejectTarget(cv, loadRefusal(cv, out, err), now)
 		return nil
 	}
 	return &target{rel: rel, image: cv.Status.Desired.Image, current: true}
 }
 
-func (o *Operator) rejectLoad(cv *configv1.ClusterVersion, out *Outcome, err error, now metav1.Time) {
+// loadRefusal refuses a target whose release cannot be loaded.
+func loadRefusal(cv *configv1.ClusterVersion, out *Outcome, err error) refusal {
 	out.LoadErr = err
 	msg := fmt.Sprintf("Release %s is rejected: %v", cmp.Or(out.Target, requestedImage(cv)), err)
-	o.rejectTarget(cv, clusterversion.ReasonLoadPayload, msg, "PayloadRejected", msg, now)
+	return refusal{clusterversion.ReasonLoadPayload, msg, "PayloadRejected", msg}
 }
 
-// rejectRetrieve shows err, the registry's own message when it answered,
+// retrieveRefusal shows err, the registry's own message when it answered,
 // under the CVO's reason.
-func (o *Operator) rejectRetrieve(cv *configv1.ClusterVersion, out *Outcome, err error, now metav1.Time) {
+func retrieveRefusal(out *Outcome, err error) refusal {
 	out.RetrieveErr = err
 	msg := fmt.Sprintf("Retrieving payload failed: %v", err)
-	o.rejectTarget(cv, clusterversion.ReasonRetrievePayload, msg, "RetrievePayloadFailed", msg, now)
+	return refusal{clusterversion.ReasonRetrievePayload, msg, "RetrievePayloadFailed", msg}
 }
 
 // requestedImage is spec.desiredUpdate.image, "" when the spec names none.
