@@ -130,6 +130,9 @@ func (m *Metrics) observeCapabilities(caps payload.Capabilities) {
 
 // observeSync records one pass.
 func (m *Metrics) observeSync(d time.Duration, res *apply.SyncResult) {
+	if m == nil {
+		return
+	}
 	m.syncDuration.WithLabelValues(string(res.Mode)).Observe(d.Seconds())
 	m.payload.Reset()
 	m.payload.WithLabelValues(res.Release, "applied").Set(float64(res.Done))
@@ -141,6 +144,9 @@ func (m *Metrics) observeSync(d time.Duration, res *apply.SyncResult) {
 
 // observeDeletes records the ledger's view and the ClusterOperators.
 func (m *Metrics) observeDeletes(deletes deletion.Summary, operators []configv1.ClusterOperator) {
+	if m == nil {
+		return
+	}
 	m.deletesInProgress.Set(float64(len(deletes.InProgress)))
 	m.deletesStuck.Set(float64(len(deletes.Stuck)))
 	m.deleteOldestPending.Set(deletes.OldestPending.Seconds())

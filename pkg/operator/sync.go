@@ -119,6 +119,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 			obs.Upgradeable = &up
 			setUpgradeable(cv, obs, out, now)
 		}
+		o.metrics.observeDeletes(obs.Deletes.Deletes, obs.Upgradeable.Operators)
 		return out, o.writer.writeStatus(ctx, original, cv)
 	}
 
@@ -133,13 +134,20 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		original = written
 		cv.ResourceVersion = written.ResourceVersion
 	}
+	o.finishPass(ctx, cv, obs, rel, res, out, now)
+	o.metrics.observeSync(o.clock.Since(start), res)
+	return out, o.writer.writeStatus(ctx, original, cv)
+}
+
+// finishPass observes again what the pass changed, so that Upgradeable
+// sees what it applied, and sets the status the pass leads to.
+func (o *Operator) finishPass(ctx context.Context, cv *configv1.ClusterVersion, obs clusterversion.Observed, rel *payload.Release,
+	res *apply.SyncResult, out *Outcome, now metav1.Time) {
 	out.Result, out.CleanupErr = res, res.CleanupErr
-	pass := passOf(res)
-	// Observed again: Upgradeable sees what the pass applied.
 	obs.CV = cv
 	up := o.observe.upgradeable(ctx, cv)
 	obs.Upgradeable = &up
-	next, completed := clusterversion.Status(obs, rel, pass, now)
+	next, completed := clusterversion.Status(obs, rel, passOf(res), now)
 	cv.Status = next
 	out.Upgradeable = *clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorUpgradeable)
 	if completed {
@@ -147,12 +155,8 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		// The graph may have changed while the update ran.
 		o.graphs.readAgain()
 	}
-	if o.metrics != nil {
-		o.metrics.observeDeletes(res.Deletes, up.Operators)
-		o.metrics.observeCleanups(res.Cleanups)
-		o.metrics.observeSync(o.clock.Since(start), res)
-	}
-	return out, o.writer.writeStatus(ctx, original, cv)
+	o.metrics.observeDeletes(res.Deletes, up.Operators)
+	o.metrics.observeCleanups(res.Cleanups)
 }
 
 // observeBefore reads what the pass's decisions need before it runs: the
