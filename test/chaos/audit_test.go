@@ -50,7 +50,9 @@ type writeRules struct {
 // the actor's writes were exactly what the update asks for:
 //
 //   - every object v2 marks, and that v1 created, received exactly one
-//     DELETE, and nothing else received any;
+//     DELETE, and nothing else received any (a DELETE answered 503 or
+//     429, refused before it reached storage, is not counted: its retry
+//     is the delete);
 //   - every other write went to an object v2 applies, the ledger, the
 //     ClusterVersion's status, or the actor's own Events and Lease.
 //
@@ -85,6 +87,13 @@ func (e *env) writeProblems(events []cluster.AuditEvent, rules writeRules) []str
 			createdNames[ev.AuditID] = ev.ObjectRef.Name
 		}
 	}
+	// A DELETE's answer, by request.
+	deleteCodes := map[string]int{}
+	for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{Stage: cluster.AuditStageResponseComplete, User: rules.user, Verb: "delete"}) {
+		if ev.ResponseStatus != nil {
+			deleteCodes[ev.AuditID] = ev.ResponseStatus.Code
+		}
+	}
 	applied, marked := map[target]bool{}, map[target]*object{}
 	for _, o := range e.sc.objects {
 		switch {
@@ -110,6 +119,11 @@ func (e *env) writeProblems(events []cluster.AuditEvent, rules writeRules) []str
 			tg.name = createdNames[ev.AuditID]
 		}
 		if ev.Verb == "delete" {
+			if code := deleteCodes[ev.AuditID]; code == 503 || code == 429 {
+				// The apiserver refused it before acting (an API not
+				// served yet after a restart): the retry is the delete.
+				continue
+			}
 			deletes[tg]++
 			if marked[tg] == nil {
 				stray = append(stray, ev.String())

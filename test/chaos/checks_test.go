@@ -95,6 +95,13 @@ func TestWriteChecksCatchStrayAndRepeatedWrites(t *testing.T) {
 		return cluster.AuditEvent{Stage: cluster.AuditStageRequestReceived, Verb: verb, User: cluster.AuditUser{Username: "op"},
 			ObjectRef: &cluster.AuditObjectRef{APIGroup: group, Resource: resource, Namespace: ns, Name: name}}
 	}
+	// refused is e, answered code: its two stages.
+	refused := func(e cluster.AuditEvent, code int) []cluster.AuditEvent {
+		e.AuditID = fmt.Sprintf("refused-%d", code)
+		done := e
+		done.Stage, done.ResponseStatus = cluster.AuditStageResponseComplete, &cluster.AuditStatus{Code: code}
+		return []cluster.AuditEvent{e, done}
+	}
 	good := []cluster.AuditEvent{
 		ev("patch", "configmaps", "ns", "kept"),
 		ev("update", "configmaps", "sys", "ledger"),
@@ -105,15 +112,17 @@ func TestWriteChecksCatchStrayAndRepeatedWrites(t *testing.T) {
 		events      []cluster.AuditEvent
 		wantProblem string
 	}{
-		"exactly what v2 asks":                {events: good},
-		"a second DELETE of a marked object":  {events: append(good, ev("delete", "configmaps", "ns", "gone")), wantProblem: "received 2 DELETE"},
-		"a lost delete":                       {events: good[:3], wantProblem: "role received 0 DELETE"},
-		"a DELETE of an object v2 drops":      {events: append(good, ev("delete", "configmaps", "ns", "dropped")), wantProblem: "delete configmaps ns/dropped"},
-		"a DELETE of one that never existed":  {events: append(good, ev("delete", "configmaps", "ns", "never")), wantProblem: "never received 1 DELETE"},
-		"a write to an object v2 drops":       {events: append(good, ev("patch", "configmaps", "ns", "dropped")), wantProblem: "patch configmaps ns/dropped"},
-		"a write to another ConfigMap":        {events: append(good, ev("update", "configmaps", "sys", "other")), wantProblem: "update configmaps sys/other"},
-		"another user's writes do not count":  {events: append(good, cluster.AuditEvent{Stage: cluster.AuditStageRequestReceived, Verb: "delete", User: cluster.AuditUser{Username: "admin"}, ObjectRef: &cluster.AuditObjectRef{Resource: "configmaps", Namespace: "ns", Name: "dropped"}})},
-		"status writes need a ClusterVersion": {events: append(good, cluster.AuditEvent{Stage: cluster.AuditStageRequestReceived, Verb: "update", User: cluster.AuditUser{Username: "op"}, ObjectRef: &cluster.AuditObjectRef{APIGroup: "config.openshift.io", Resource: "clusterversions", Subresource: "status", Name: "version"}}), wantProblem: "clusterversions/status"},
+		"exactly what v2 asks":                     {events: good},
+		"a second DELETE of a marked object":       {events: append(good, ev("delete", "configmaps", "ns", "gone")), wantProblem: "received 2 DELETE"},
+		"a DELETE refused with 503 before a retry": {events: append(good, refused(ev("delete", "configmaps", "ns", "gone"), 503)...)},
+		"a DELETE answered 500 counts":             {events: append(good, refused(ev("delete", "configmaps", "ns", "gone"), 500)...), wantProblem: "received 2 DELETE"},
+		"a lost delete":                            {events: good[:3], wantProblem: "role received 0 DELETE"},
+		"a DELETE of an object v2 drops":           {events: append(good, ev("delete", "configmaps", "ns", "dropped")), wantProblem: "delete configmaps ns/dropped"},
+		"a DELETE of one that never existed":       {events: append(good, ev("delete", "configmaps", "ns", "never")), wantProblem: "never received 1 DELETE"},
+		"a write to an object v2 drops":            {events: append(good, ev("patch", "configmaps", "ns", "dropped")), wantProblem: "patch configmaps ns/dropped"},
+		"a write to another ConfigMap":             {events: append(good, ev("update", "configmaps", "sys", "other")), wantProblem: "update configmaps sys/other"},
+		"another user's writes do not count":       {events: append(good, cluster.AuditEvent{Stage: cluster.AuditStageRequestReceived, Verb: "delete", User: cluster.AuditUser{Username: "admin"}, ObjectRef: &cluster.AuditObjectRef{Resource: "configmaps", Namespace: "ns", Name: "dropped"}})},
+		"status writes need a ClusterVersion":      {events: append(good, cluster.AuditEvent{Stage: cluster.AuditStageRequestReceived, Verb: "update", User: cluster.AuditUser{Username: "op"}, ObjectRef: &cluster.AuditObjectRef{APIGroup: "config.openshift.io", Resource: "clusterversions", Subresource: "status", Name: "version"}}), wantProblem: "clusterversions/status"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
