@@ -2,6 +2,10 @@ package operator
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"testing"
@@ -220,5 +224,49 @@ func TestNoCapabilitiesSpecEnablesTheDefaultSet(t *testing.T) {
 	got, err := c.dynamic.Tracker().Get(configMaps, demoNamespace, "build")
 	if err != nil || got.(*unstructured.Unstructured).GetName() != "build" {
 		t.Errorf("the ConfigMap behind Build (in vCurrent) was not applied: %v", err)
+	}
+}
+
+// TestAnUnreadableCurrentReleaseRefusesAnUpdateThatMovesObjects: with
+// RequireCurrentRelease (apply), an update that moves objects behind a
+// capability is refused while the current release cannot be read, rather
+// than leaving them unmanaged; without it, as in the CVO, it goes ahead
+// and enables nothing.
+func TestAnUnreadableCurrentReleaseRefusesAnUpdateThatMovesObjects(t *testing.T) {
+	for _, require := range []bool{true, false} {
+		t.Run(fmt.Sprintf("require=%v", require), func(t *testing.T) {
+			root := t.TempDir()
+			payloadtest.WriteRelease(t, root, "1.0.0", nil, map[string]string{"0000_50_demo_00_moved.yaml": configMapManifest("moved")})
+			payloadtest.WriteRelease(t, root, "1.0.1", []string{"1.0.0"}, map[string]string{
+				"0000_50_demo_00_moved.yaml": configMapManifest("moved", buildCap),
+				"0000_50_demo_01_kept.yaml":  configMapManifest("kept"),
+			})
+			c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
+			c.setCapabilitiesSpec(t, noneWith())
+			c.op.cfg.RequireCurrentRelease = require
+			c.sync(t)
+			wantSettled(t, c.clusterVersion(t), "1.0.0")
+
+			// The current release is lost: gone from the store and from memory.
+			if err := os.RemoveAll(filepath.Join(root, "1.0.0")); err != nil {
+				t.Fatal(err)
+			}
+			c.op.reader.releases = map[string]*payload.Release{}
+			c.request(t, "1.0.1")
+			out := c.sync(t)
+			cv := c.clusterVersion(t)
+			if require {
+				if !errors.Is(out.Refused, ErrCurrentReleaseUnreadable) || c.exists("kept") {
+					t.Fatalf("refused %v, kept applied %v: want the update refused before anything of it is applied", out.Refused, c.exists("kept"))
+				}
+				wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonCurrentReleaseUnreadable,
+					"the current release cannot be read")
+				return
+			}
+			if out.Refused != nil || !c.exists("kept") {
+				t.Fatalf("refused %v: want the update applied, as the CVO does", out.Refused)
+			}
+			wantEnabled(t, cv)
+		})
 	}
 }
