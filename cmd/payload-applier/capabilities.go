@@ -15,6 +15,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -100,13 +101,13 @@ func (f *capabilityFlags) source() string {
 // ClusterVersion "version" as the operator resolves them: its spec (or
 // the flags, when set, in its place) on top of what its status enabled,
 // which never shrinks. In update mode it also previews implicit
-// enablement: the current release's manifests are not at hand, so an
-// object that rel puts behind a disabled capability counts as managed
-// today when it exists on the cluster. That over-reports an object
-// created outside any release, and misses a managed object deleted since;
-// the operator decides from the current release itself.
+// enablement, as the operator decides it, from the current release that
+// current reads. Without it, an object that rel puts behind a disabled
+// capability counts as managed today when it exists on the cluster; that
+// over-reports an object created outside any release, and misses a
+// managed object deleted since.
 func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.Interface, e *apply.Engine,
-	rel *payload.Release, mode graph.Mode) (*payload.Release, planCapabilities, error) {
+	rel *payload.Release, mode graph.Mode, base payload.LoadOptions, current func(*configv1.ClusterVersion) (*payload.Release, error)) (*payload.Release, planCapabilities, error) {
 	cv, err := readClusterVersion(ctx, cc)
 	if err != nil {
 		return nil, planCapabilities{}, err
@@ -123,13 +124,29 @@ func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.
 	// An unknown name is left out, as the operator leaves it out.
 	caps, _ := clusterversion.Capabilities(cv)
 	narrowed := rel.WithCapabilities(caps.Status())
-	current := cv.Status.Desired.Version
+	running := cv.Status.Desired.Version
 	switch {
 	case mode != graph.ModeUpdate:
 		return narrowed, newPlanCapabilities(caps, nil, where+"; implicit enablement is previewed in update mode only"), nil
-	case current == "" || current == rel.Version:
+	case running == "" || running == rel.Version:
 		return narrowed, newPlanCapabilities(caps, nil, where+"; no update from another release, so nothing is enabled implicitly"), nil
 	}
+	cur, curErr := current(cv)
+	if curErr == nil {
+		fg, err := operator.ReadFeatureGate(ctx, cc, operator.DefaultFeatureGateName)
+		if err != nil {
+			return nil, planCapabilities{}, err
+		}
+		would := payload.ImplicitCapabilities(cur, rel, operator.LoadOptionsFor(base, fg, cv, rel.Version))
+		msg := fmt.Sprintf("%s; the update would enable no capability implicitly: it puts nothing the current release %s manages behind a disabled capability", where, running)
+		if len(would) > 0 {
+			msg = fmt.Sprintf("%s; the update would enable implicitly: %s, for it puts objects the current release %s manages behind them",
+				where, strings.Join(capNames(would), ", "), running)
+			caps = caps.WithImplicit(would)
+		}
+		return rel.WithCapabilities(caps.Status()), newPlanCapabilities(caps, would, msg), nil
+	}
+	where += fmt.Sprintf(" (the current release cannot be read: %v; previewed from the objects the cluster holds)", curErr)
 	would, objects, err := existingBehindCapabilities(ctx, e, narrowed, caps)
 	if err != nil {
 		return nil, planCapabilities{}, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -149,7 +150,7 @@ func kept(rel *payload.Release) []string {
 func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 	cc, e, rel := liveCapabilityCluster(t, "1.0.0")
 	f := &capabilityFlags{}
-	got, caps, err := f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate)
+	got, caps, err := f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate, payload.DefaultLoadOptions(), noCurrentRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 	}
 
 	t.Log("outside update mode nothing is previewed")
-	got, caps, err = f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeReconcile)
+	got, caps, err = f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeReconcile, payload.DefaultLoadOptions(), noCurrentRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 
 	t.Log("the flags stand in for the spec; the status still counts")
 	f = &capabilityFlags{baseline: "None", additional: []string{"Insights"}}
-	got, caps, err = f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate)
+	got, caps, err = f.liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate, payload.DefaultLoadOptions(), noCurrentRelease)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +185,57 @@ func TestPlanLiveCapabilitiesPreviewImplicitEnablement(t *testing.T) {
 	}
 }
 
+// noCurrentRelease is a plan without the cluster's current release.
+func noCurrentRelease(*configv1.ClusterVersion) (*payload.Release, error) {
+	return nil, errors.New("not at hand")
+}
+
+// TestPlanLiveCapabilitiesFromTheCurrentRelease: with the current release
+// at hand, plan previews what the operator decides from it: a managed
+// object deleted since still counts, which the objects on the cluster
+// cannot tell.
+func TestPlanLiveCapabilitiesFromTheCurrentRelease(t *testing.T) {
+	cc, e, rel := liveCapabilityCluster(t, "1.0.0")
+	dir := payloadtest.WriteRelease(t, t.TempDir(), "1.0.0", nil, map[string]string{
+		"0000_50_demo_00_moved.yaml":  capManifest("moved", ""),
+		"0000_50_demo_01_absent.yaml": capManifest("absent", ""),
+	})
+	current, err := payload.Load(dir, payload.DefaultLoadOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(cv *configv1.ClusterVersion) (*payload.Release, error) {
+		if cv.Status.Desired.Version != "1.0.0" {
+			t.Errorf("asked for the current release %q, want 1.0.0", cv.Status.Desired.Version)
+		}
+		return current, nil
+	}
+	got, caps, err := (&capabilityFlags{}).liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate, payload.DefaultLoadOptions(), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(caps.WouldImplicitlyEnable, []string{"Build", "Insights"}) {
+		t.Errorf("previewed %v, want Build and Insights, as the operator decides from 1.0.0", caps.WouldImplicitlyEnable)
+	}
+	if !strings.Contains(caps.Message, "the update would enable implicitly: Build, Insights, for it puts objects the current release 1.0.0 manages behind them") {
+		t.Errorf("message %q", caps.Message)
+	}
+	if names := kept(got); !slices.Equal(names, []string{"moved", "absent", "console", "plain"}) {
+		t.Errorf("plan keeps %v", names)
+	}
+	_, approx, err := (&capabilityFlags{}).liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate, payload.DefaultLoadOptions(), noCurrentRelease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(approx.WouldImplicitlyEnable, []string{"Build"}) || !strings.Contains(approx.Message, "the current release cannot be read: not at hand") {
+		t.Errorf("without the current release: previewed %v, %q", approx.WouldImplicitlyEnable, approx.Message)
+	}
+}
+
 func TestPlanLiveCapabilitiesNoPreviewWithoutAnUpdate(t *testing.T) {
 	for _, desired := range []string{"", "1.1.0"} {
 		cc, e, rel := liveCapabilityCluster(t, desired)
-		_, caps, err := (&capabilityFlags{}).liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate)
+		_, caps, err := (&capabilityFlags{}).liveCapabilities(context.Background(), cc, e, rel, graph.ModeUpdate, payload.DefaultLoadOptions(), noCurrentRelease)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,15 +28,18 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 )
 
 // planOptions are the flags of `payload-applier plan`.
 type planOptions struct {
 	payloadDir, kubeconfig, namespace string
-	registry                          registryFlags
-	mode, output                      string
-	strictOrder                       bool
-	inclusion                         inclusionFlags
+	// payloads is the release store the current release is read from.
+	payloads     string
+	registry     registryFlags
+	mode, output string
+	strictOrder  bool
+	inclusion    inclusionFlags
 	// load are the filters the payload was loaded with.
 	load payload.LoadOptions
 	caps capabilityFlags
@@ -61,11 +65,13 @@ enabled. Offline, --baseline-capability-set (default vCurrent) and each
 "version" does, as the operator resolves it: its spec (the flags, when given,
 stand in for it) together with status.capabilities.enabledCapabilities, for a
 capability once enabled stays enabled. In update mode plan also previews the
-capabilities the update would enable implicitly: those in front of which the
-payload puts an object that exists on the cluster (the operator decides from
-the current release's manifests, which plan has not; an object created
-outside any release may make the preview say more than the operator will).
-Those capabilities count as enabled in the plan.
+capabilities the update would enable implicitly, as the operator decides
+them from the current release: read from --release-cache when the cluster
+runs it from an image, or from the --payloads store. Without it, plan counts
+a capability in front of which the payload puts an object that exists on the
+cluster (an object created outside any release may then make the preview say
+more than the operator will), and says so. Those capabilities count as
+enabled in the plan.
 
 Offline, the default, plan reads no cluster (not even the in-cluster config).
 Actions: apply (create or update), delete (a delete manifest, in update mode)
@@ -173,6 +179,7 @@ func (o *planOptions) command() *cobra.Command {
 	o.inclusion.add(cmd)
 	o.registry.addPull(cmd)
 	o.caps.add(cmd)
+	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store, as for 'apply': where the cluster's current release is read from when it is not in --release-cache, to preview the capabilities an update enables implicitly as the operator does")
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -276,7 +283,7 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}
 	// Last: it narrows rel, whatever the filters before it kept.
-	rel, caps, err := o.caps.liveCapabilities(ctx, cc, e, rel, opts.Mode)
+	rel, caps, err := o.caps.liveCapabilities(ctx, cc, e, rel, opts.Mode, o.load, o.currentRelease)
 	if err != nil {
 		return nil, planAcceptance{}, planCapabilities{}, planFailed(cfg.Host, err)
 	}
@@ -286,6 +293,26 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 	}
 	acceptance.AdminAcks, err = clusterAdminAcks(ctx, cfg, cc, opts.Mode, rel.Version)
 	return plan, acceptance, caps, err
+}
+
+// currentRelease reads the release the cluster runs, cv's status.desired,
+// from what is at hand: the release cache, when cv names it by image, or
+// the --payloads store. plan pulls nothing for it.
+func (o *planOptions) currentRelease(cv *configv1.ClusterVersion) (*payload.Release, error) {
+	d := cv.Status.Desired
+	if ref, err := releaseimage.ParseRef(d.Image); err == nil && ref.ByDigest() {
+		p, err := o.registry.puller()
+		if err != nil {
+			return nil, err
+		}
+		if e, ok := p.Cached(ref.Digest(), o.registry.platform); ok {
+			return payload.Load(e.Dir, o.load)
+		}
+	}
+	if o.payloads == "" {
+		return nil, fmt.Errorf("release %s is not in the release cache, and no --payloads store is given", d.Version)
+	}
+	return (&operator.DirStore{Root: o.payloads}).Load(d.Version, o.load)
 }
 
 // liveClients checks that cfg's cluster answers, and returns the engine

@@ -403,7 +403,14 @@ func (r *releaseReader) pruneReleases(cv *configv1.ClusterVersion, loading strin
 // overrides, to the configured filters of release.
 func (r *releaseReader) loadOptionsFor(cv *configv1.ClusterVersion, release string) payload.LoadOptions {
 	fg, _ := r.features.current()
-	opts := FeatureGateLoadOptions(*r.cfg.LoadOptions, fg, FeatureGateVersion(cv, release))
+	return LoadOptionsFor(*r.cfg.LoadOptions, fg, cv, release)
+}
+
+// LoadOptionsFor are the filters a pass applies to release on the cluster
+// cv: base, the FeatureGate fg's feature set and gates (nil: none read),
+// and cv's overrides and capabilities. plan filters with it too.
+func LoadOptionsFor(base payload.LoadOptions, fg *configv1.FeatureGate, cv *configv1.ClusterVersion, release string) payload.LoadOptions {
+	opts := FeatureGateLoadOptions(base, fg, FeatureGateVersion(cv, release))
 	opts.Overrides = cv.Spec.Overrides
 	caps, _ := clusterversion.Capabilities(cv)
 	opts.Capabilities = caps.Status()
