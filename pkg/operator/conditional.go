@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 	"github.com/payload-applier/payload-applier/pkg/textwrap"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
@@ -42,54 +42,28 @@ const (
 	// MaxEvaluatedRisks bounds the distinct risks evaluated in one sync,
 	// and so the series of cluster_version_risk_conditions.
 	MaxEvaluatedRisks = 500
-	// maxRiskMessageBytes bounds a risk's message in status, and
-	// maxRecommendedMessageBytes the Recommended condition's message.
-	maxRiskMessageBytes        = 2 << 10
-	maxRecommendedMessageBytes = 8 << 10
+	// maxRiskMessageBytes bounds a risk's message in status.
+	maxRiskMessageBytes = 2 << 10
 )
-
-// The risk's condition, as the CVO names it; it is reported in the
-// cluster_version_risk_conditions metric (the pinned API has no
-// status.conditionalUpdateRisks).
-const (
-	conditionApplies              = "Applies"
-	reasonMatch                   = "Match"
-	reasonNotMatch                = "NotMatch"
-	reasonRiskEvaluationFailed    = "EvaluationFailed"
-	recommendedMessageNotExposed  = "The update is recommended, because none of the conditional update risks apply to this cluster."
-	recommendedMessageAllAccepted = "The update is recommended, because either risk does not apply to this cluster or it is accepted by cluster admins."
-)
-
-// reasonPattern is a valid condition reason; a risk's name that is not one
-// is reported as ExposedToRisks.
-var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 
 // riskConditionTypes are the rule types the ClusterVersion CRD admits.
 var riskConditionTypes = []string{clusterconditions.TypeAlways, "PromQL"}
-
-// riskResult is whether a risk applies: Applies is True, False or Unknown.
-type riskResult struct {
-	status  metav1.ConditionStatus
-	reason  string
-	message string
-}
 
 // evaluateRisks evaluates each distinct risk of updates once, in order,
 // all within timeout: a rule type may ask a slow Prometheus, and the sync
 // that waits must not stall. A risk left when the time is up, or past
 // MaxEvaluatedRisks, is Unknown.
-func evaluateRisks(ctx context.Context, registry *clusterconditions.Registry, updates []updategraph.ConditionalUpdate, timeout time.Duration) map[string]riskResult {
+func evaluateRisks(ctx context.Context, registry *clusterconditions.Registry, updates []updategraph.ConditionalUpdate, timeout time.Duration) map[string]clusterversion.RiskResult {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	out := map[string]riskResult{}
+	out := map[string]clusterversion.RiskResult{}
 	for _, u := range updates {
 		for _, risk := range u.Risks {
 			if _, done := out[risk.Name]; done {
 				continue
 			}
 			if len(out) >= MaxEvaluatedRisks {
-				out[risk.Name] = riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed,
-					unknownExposureMessage(risk, fmt.Errorf("more than %d risks to evaluate", MaxEvaluatedRisks))}
+				out[risk.Name] = clusterversion.RiskResult{Status: metav1.ConditionUnknown, Reason: clusterversion.ReasonRiskEvaluationFailed, Message: unknownExposureMessage(risk, fmt.Errorf("more than %d risks to evaluate", MaxEvaluatedRisks))}
 				continue
 			}
 			out[risk.Name] = evaluateRisk(ctx, registry, risk, timeout)
@@ -98,9 +72,9 @@ func evaluateRisks(ctx context.Context, registry *clusterconditions.Registry, up
 	return out
 }
 
-func evaluateRisk(ctx context.Context, registry *clusterconditions.Registry, risk configv1.ConditionalUpdateRisk, timeout time.Duration) riskResult {
+func evaluateRisk(ctx context.Context, registry *clusterconditions.Registry, risk configv1.ConditionalUpdateRisk, timeout time.Duration) clusterversion.RiskResult {
 	if ctx.Err() != nil {
-		return riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, unknownExposureMessage(risk, fmt.Errorf("not evaluated within %s", timeout))}
+		return clusterversion.RiskResult{Status: metav1.ConditionUnknown, Reason: clusterversion.ReasonRiskEvaluationFailed, Message: unknownExposureMessage(risk, fmt.Errorf("not evaluated within %s", timeout))}
 	}
 	// Rules are evaluated in a goroutine, so that one that ignores its
 	// context still cannot hold the sync past the deadline.
@@ -121,11 +95,11 @@ func evaluateRisk(ctx context.Context, registry *clusterconditions.Registry, ris
 	}
 	switch {
 	case a.err != nil:
-		return riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, unknownExposureMessage(risk, a.err)}
+		return clusterversion.RiskResult{Status: metav1.ConditionUnknown, Reason: clusterversion.ReasonRiskEvaluationFailed, Message: unknownExposureMessage(risk, a.err)}
 	case a.match:
-		return riskResult{metav1.ConditionTrue, reasonMatch, ""}
+		return clusterversion.RiskResult{Status: metav1.ConditionTrue, Reason: clusterversion.ReasonMatch, Message: ""}
 	default:
-		return riskResult{metav1.ConditionFalse, reasonNotMatch, ""}
+		return clusterversion.RiskResult{Status: metav1.ConditionFalse, Reason: clusterversion.ReasonNotMatch, Message: ""}
 	}
 }
 
@@ -134,79 +108,6 @@ func evaluateRisk(ctx context.Context, registry *clusterconditions.Registry, ris
 func unknownExposureMessage(risk configv1.ConditionalUpdateRisk, err error) string {
 	return fmt.Sprintf("Could not evaluate exposure to update risk %s (%v)\n  %s description: %s\n  %s URL: %s",
 		risk.Name, err, risk.Name, risk.Message, risk.Name, risk.URL)
-}
-
-// recommended is the Recommended condition of an update with risks, given
-// what each risk's evaluation found and the risks the admins accept. It
-// combines the risks as the CVO does: False outweighs Unknown, which
-// outweighs True; one reason when all agree, MultipleReasons otherwise.
-func recommended(risks []configv1.ConditionalUpdateRisk, results map[string]riskResult, accept []string) metav1.Condition {
-	c := metav1.Condition{Type: precondition.ConditionRecommended, Status: metav1.ConditionTrue,
-		Reason: precondition.ReasonNotExposedToRisks, Message: recommendedMessageNotExposed}
-	var messages []string
-	for _, risk := range risks {
-		r, ok := results[risk.Name]
-		if !ok {
-			r = riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, fmt.Sprintf("failed to find risk condition for risk %s", risk.Name)}
-		}
-		switch r.status {
-		case metav1.ConditionUnknown:
-			c.Status = combinedStatus(c.Status, metav1.ConditionUnknown)
-			c.Reason = combinedReason(c.Reason, precondition.ReasonEvaluationFailed)
-			messages = append(messages, r.message)
-		case metav1.ConditionTrue:
-			if slices.Contains(accept, risk.Name) {
-				c.Status = combinedStatus(c.Status, metav1.ConditionTrue)
-				c.Reason = combinedReason(c.Reason, precondition.ReasonAllExposedRisksAccepted)
-				c.Message = recommendedMessageAllAccepted
-				continue
-			}
-			c.Status = combinedStatus(c.Status, metav1.ConditionFalse)
-			want := precondition.ReasonExposedToRisks
-			if reasonPattern.MatchString(risk.Name) {
-				want = risk.Name
-			}
-			c.Reason = combinedReason(c.Reason, want)
-			messages = append(messages, fmt.Sprintf("%s %s", risk.Message, risk.URL))
-		}
-	}
-	if len(messages) > 0 {
-		c.Message = strings.Join(messages, "\n\n")
-	}
-	c.Message = textwrap.Bound(c.Message, maxRecommendedMessageBytes)
-	return c
-}
-
-func combinedStatus(now, want metav1.ConditionStatus) metav1.ConditionStatus {
-	switch {
-	case now == metav1.ConditionFalse || want == metav1.ConditionFalse:
-		return metav1.ConditionFalse
-	case now == metav1.ConditionUnknown || want == metav1.ConditionUnknown:
-		return metav1.ConditionUnknown
-	default:
-		return want
-	}
-}
-
-// combinedReason is the reason of two risks together: a stronger reason
-// replaces a weaker (NotExposedToRisks, then AllExposedRisksAccepted,
-// then EvaluationFailed, then ExposedToRisks), and two different strong
-// ones make MultipleReasons.
-func combinedReason(now, want string) string {
-	const (
-		notExposed = precondition.ReasonNotExposedToRisks
-		accepted   = precondition.ReasonAllExposedRisksAccepted
-		failed     = precondition.ReasonEvaluationFailed
-		exposed    = precondition.ReasonExposedToRisks
-	)
-	switch {
-	case now == notExposed || now == accepted && want != notExposed || now == failed && want == exposed || now == want:
-		return want
-	case want == notExposed || now == failed && want == accepted || now == exposed && (want == accepted || want == failed):
-		return now
-	default:
-		return precondition.ReasonMultipleReasons
-	}
 }
 
 // setUpdates sets status.availableUpdates and status.conditionalUpdates
@@ -254,7 +155,7 @@ func (ul *updateLister) pendingConditional(ctx context.Context, cv *configv1.Clu
 // holds it, keeping the conditions status already has for it; entries
 // are nil when there are none.
 func (ul *updateLister) conditionalEntries(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, version string, now metav1.Time) (
-	conditional []updategraph.ConditionalUpdate, entries []configv1.ConditionalUpdate, results map[string]riskResult, err error) {
+	conditional []updategraph.ConditionalUpdate, entries []configv1.ConditionalUpdate, results map[string]clusterversion.RiskResult, err error) {
 	conditional, err = g.ConditionalUpdates(version)
 	if err != nil {
 		return nil, nil, nil, err
@@ -281,7 +182,7 @@ func (ul *updateLister) conditionalEntries(ctx context.Context, cv *configv1.Clu
 	for _, u := range conditional {
 		j, ok := groups[riskListOf(u.Risks)]
 		if !ok {
-			j = judged{statusRisks(u.Risks), recommended(u.Risks, results, accept)}
+			j = judged{statusRisks(u.Risks), clusterversion.Recommended(u.Risks, results, accept)}
 			groups[riskListOf(u.Risks)] = j
 		}
 		entry := configv1.ConditionalUpdate{Release: releasesOf([]updategraph.Node{u.Release})[0], Risks: j.risks,

@@ -28,36 +28,36 @@ func TestRecommended(t *testing.T) {
 	risk := func(name string) configv1.ConditionalUpdateRisk {
 		return configv1.ConditionalUpdateRisk{Name: name, Message: name + " breaks", URL: "https://x/" + name}
 	}
-	match := riskResult{metav1.ConditionTrue, reasonMatch, ""}
-	noMatch := riskResult{metav1.ConditionFalse, reasonNotMatch, ""}
-	unknown := riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, "could not ask"}
+	match := clusterversion.RiskResult{Status: metav1.ConditionTrue, Reason: clusterversion.ReasonMatch, Message: ""}
+	noMatch := clusterversion.RiskResult{Status: metav1.ConditionFalse, Reason: clusterversion.ReasonNotMatch, Message: ""}
+	unknown := clusterversion.RiskResult{Status: metav1.ConditionUnknown, Reason: clusterversion.ReasonRiskEvaluationFailed, Message: "could not ask"}
 	for _, tc := range []struct {
 		name    string
 		risks   []string
-		results map[string]riskResult
+		results map[string]clusterversion.RiskResult
 		accept  []string
 		status  metav1.ConditionStatus
 		reason  string
 		message string
 	}{
-		{"none applies", []string{"A", "B"}, map[string]riskResult{"A": noMatch, "B": noMatch}, nil, metav1.ConditionTrue, precondition.ReasonNotExposedToRisks, recommendedMessageNotExposed},
-		{"one applies: its name", []string{"A", "B"}, map[string]riskResult{"A": noMatch, "B": match}, nil, metav1.ConditionFalse, "B", "B breaks https://x/B"},
-		{"an invalid name: ExposedToRisks", []string{"bad name!"}, map[string]riskResult{"bad name!": match}, nil, metav1.ConditionFalse, precondition.ReasonExposedToRisks, "bad name! breaks"},
-		{"a name ending in a colon is invalid", []string{"A:"}, map[string]riskResult{"A:": match}, nil, metav1.ConditionFalse, precondition.ReasonExposedToRisks, ""},
-		{"two apply: MultipleReasons", []string{"A", "B"}, map[string]riskResult{"A": match, "B": match}, nil, metav1.ConditionFalse, precondition.ReasonMultipleReasons, "A breaks https://x/A\n\nB breaks https://x/B"},
-		{"unknown", []string{"A"}, map[string]riskResult{"A": unknown}, nil, metav1.ConditionUnknown, precondition.ReasonEvaluationFailed, "could not ask"},
-		{"unknown and applies: False, MultipleReasons", []string{"A", "B"}, map[string]riskResult{"A": unknown, "B": match}, nil, metav1.ConditionFalse, precondition.ReasonMultipleReasons, "could not ask\n\nB breaks"},
+		{"none applies", []string{"A", "B"}, map[string]clusterversion.RiskResult{"A": noMatch, "B": noMatch}, nil, metav1.ConditionTrue, precondition.ReasonNotExposedToRisks, clusterversion.RecommendedMessageNotExposed},
+		{"one applies: its name", []string{"A", "B"}, map[string]clusterversion.RiskResult{"A": noMatch, "B": match}, nil, metav1.ConditionFalse, "B", "B breaks https://x/B"},
+		{"an invalid name: ExposedToRisks", []string{"bad name!"}, map[string]clusterversion.RiskResult{"bad name!": match}, nil, metav1.ConditionFalse, precondition.ReasonExposedToRisks, "bad name! breaks"},
+		{"a name ending in a colon is invalid", []string{"A:"}, map[string]clusterversion.RiskResult{"A:": match}, nil, metav1.ConditionFalse, precondition.ReasonExposedToRisks, ""},
+		{"two apply: MultipleReasons", []string{"A", "B"}, map[string]clusterversion.RiskResult{"A": match, "B": match}, nil, metav1.ConditionFalse, precondition.ReasonMultipleReasons, "A breaks https://x/A\n\nB breaks https://x/B"},
+		{"unknown", []string{"A"}, map[string]clusterversion.RiskResult{"A": unknown}, nil, metav1.ConditionUnknown, precondition.ReasonEvaluationFailed, "could not ask"},
+		{"unknown and applies: False, MultipleReasons", []string{"A", "B"}, map[string]clusterversion.RiskResult{"A": unknown, "B": match}, nil, metav1.ConditionFalse, precondition.ReasonMultipleReasons, "could not ask\n\nB breaks"},
 		{"not evaluated: unknown", []string{"A"}, nil, nil, metav1.ConditionUnknown, precondition.ReasonEvaluationFailed, "failed to find risk condition for risk A"},
-		{"all applying accepted", []string{"A", "B", "C"}, map[string]riskResult{"A": match, "B": match, "C": noMatch}, []string{"A", "B"}, metav1.ConditionTrue, precondition.ReasonAllExposedRisksAccepted, recommendedMessageAllAccepted},
-		{"one accepted, one not", []string{"A", "B"}, map[string]riskResult{"A": match, "B": match}, []string{"A"}, metav1.ConditionFalse, "B", "B breaks"},
-		{"accepted and unknown", []string{"A", "B"}, map[string]riskResult{"A": match, "B": unknown}, []string{"A"}, metav1.ConditionUnknown, precondition.ReasonEvaluationFailed, "could not ask"},
+		{"all applying accepted", []string{"A", "B", "C"}, map[string]clusterversion.RiskResult{"A": match, "B": match, "C": noMatch}, []string{"A", "B"}, metav1.ConditionTrue, precondition.ReasonAllExposedRisksAccepted, clusterversion.RecommendedMessageAllAccepted},
+		{"one accepted, one not", []string{"A", "B"}, map[string]clusterversion.RiskResult{"A": match, "B": match}, []string{"A"}, metav1.ConditionFalse, "B", "B breaks"},
+		{"accepted and unknown", []string{"A", "B"}, map[string]clusterversion.RiskResult{"A": match, "B": unknown}, []string{"A"}, metav1.ConditionUnknown, precondition.ReasonEvaluationFailed, "could not ask"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var risks []configv1.ConditionalUpdateRisk
 			for _, n := range tc.risks {
 				risks = append(risks, risk(n))
 			}
-			c := recommended(risks, tc.results, tc.accept)
+			c := clusterversion.Recommended(risks, tc.results, tc.accept)
 			if c.Type != "Recommended" || c.Status != tc.status || c.Reason != tc.reason || !strings.Contains(c.Message, tc.message) {
 				t.Errorf("got %s=%s %s %q, want %s %s with %q", c.Type, c.Status, c.Reason, c.Message, tc.status, tc.reason, tc.message)
 			}
@@ -86,12 +86,12 @@ func TestEvaluateRisksIsBounded(t *testing.T) {
 		t.Errorf("took %s, want about the 100ms bound", d)
 	}
 	for _, name := range []string{"Slow", "Later", "Bad"} {
-		if r := got[name]; r.status != metav1.ConditionUnknown || r.reason != reasonRiskEvaluationFailed || !strings.Contains(r.message, "Could not evaluate exposure to update risk "+name) {
+		if r := got[name]; r.Status != metav1.ConditionUnknown || r.Reason != clusterversion.ReasonRiskEvaluationFailed || !strings.Contains(r.Message, "Could not evaluate exposure to update risk "+name) {
 			t.Errorf("%s: %+v, want Unknown EvaluationFailed", name, r)
 		}
 	}
-	if !strings.Contains(got["Slow"].message, "not evaluated within 100ms") {
-		t.Errorf("Slow: %q, want the bound named", got["Slow"].message)
+	if !strings.Contains(got["Slow"].Message, "not evaluated within 100ms") {
+		t.Errorf("Slow: %q, want the bound named", got["Slow"].Message)
 	}
 }
 
@@ -294,7 +294,7 @@ func TestUsableConditionalPrunesWhatTheCRDRefuses(t *testing.T) {
 	}
 	// PromQL without a Prometheus: kept, and Unknown.
 	results := evaluateRisks(context.Background(), clusterconditions.New(nil), got[1:], time.Second)
-	if r := results["E"]; r.status != metav1.ConditionUnknown || !strings.Contains(r.message, `unknown type "PromQL"`) {
+	if r := results["E"]; r.Status != metav1.ConditionUnknown || !strings.Contains(r.Message, `unknown type "PromQL"`) {
 		t.Errorf("E: %+v, want Unknown naming the type", r)
 	}
 }

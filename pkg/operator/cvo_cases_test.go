@@ -429,16 +429,15 @@ func TestCVOUpgradeable(t *testing.T) {
 // TestEvaluateConditionalUpdate, and the "nil available updates" case of
 // pkg/cvo/status_test.go, Test_conditionalUpdateWithRiskNamesAndRiskConditions.
 func TestCVORecommended(t *testing.T) {
-	match := riskResult{metav1.ConditionTrue, reasonMatch, ""}
-	noMatch := riskResult{metav1.ConditionFalse, reasonNotMatch, ""}
-	failed := func(name, description, url string) riskResult {
-		return riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed,
-			fmt.Sprintf("Could not evaluate exposure to update risk %s (ERROR)\n  %s description: %s\n  %s URL: %s", name, name, description, name, url)}
+	match := clusterversion.RiskResult{Status: metav1.ConditionTrue, Reason: clusterversion.ReasonMatch, Message: ""}
+	noMatch := clusterversion.RiskResult{Status: metav1.ConditionFalse, Reason: clusterversion.ReasonNotMatch, Message: ""}
+	failed := func(name, description, url string) clusterversion.RiskResult {
+		return clusterversion.RiskResult{Status: metav1.ConditionUnknown, Reason: clusterversion.ReasonRiskEvaluationFailed, Message: fmt.Sprintf("Could not evaluate exposure to update risk %s (ERROR)\n  %s description: %s\n  %s URL: %s", name, name, description, name, url)}
 	}
 	tests := []struct {
 		name    string
 		risks   []configv1.ConditionalUpdateRisk
-		results map[string]riskResult
+		results map[string]clusterversion.RiskResult
 		accept  []string
 		want    metav1.Condition
 		differs string
@@ -451,20 +450,20 @@ func TestCVORecommended(t *testing.T) {
 		{
 			name:    "one risk that does not match",
 			risks:   []configv1.ConditionalUpdateRisk{{Name: "ShouldNotApply"}},
-			results: map[string]riskResult{"ShouldNotApply": noMatch},
+			results: map[string]clusterversion.RiskResult{"ShouldNotApply": noMatch},
 			want: metav1.Condition{Type: "Recommended", Status: metav1.ConditionTrue, Reason: "NotExposedToRisks",
 				Message: "The update is recommended, because none of the conditional update risks apply to this cluster."},
 		},
 		{
 			name:    "one risk that matches",
 			risks:   []configv1.ConditionalUpdateRisk{{URL: "https://match.es", Name: "RiskThatApplies", Message: "This is a risk!"}},
-			results: map[string]riskResult{"RiskThatApplies": match},
+			results: map[string]clusterversion.RiskResult{"RiskThatApplies": match},
 			want:    metav1.Condition{Type: "Recommended", Status: metav1.ConditionFalse, Reason: "RiskThatApplies", Message: "This is a risk! https://match.es"},
 		},
 		{
 			name:    "one risk that matches and is accepted",
 			risks:   []configv1.ConditionalUpdateRisk{{Name: "RiskThatApplies"}},
-			results: map[string]riskResult{"RiskThatApplies": match},
+			results: map[string]clusterversion.RiskResult{"RiskThatApplies": match},
 			accept:  []string{"RiskThatApplies", "not-important"},
 			want: metav1.Condition{Type: "Recommended", Status: metav1.ConditionTrue, Reason: "AllExposedRisksAccepted",
 				Message: "The update is recommended, because either risk does not apply to this cluster or it is accepted by cluster admins."},
@@ -473,7 +472,7 @@ func TestCVORecommended(t *testing.T) {
 			name: "matching risk with name that cannot be used as a condition reason",
 			risks: []configv1.ConditionalUpdateRisk{{URL: "https://match.es", Name: "RISK-THAT-APPLIES", Message: "This is a risk!",
 				MatchingRules: []configv1.ClusterCondition{{Type: "PromQL"}}}},
-			results: map[string]riskResult{"RISK-THAT-APPLIES": match},
+			results: map[string]clusterversion.RiskResult{"RISK-THAT-APPLIES": match},
 			want:    metav1.Condition{Type: "Recommended", Status: metav1.ConditionFalse, Reason: "ExposedToRisks", Message: "This is a risk! https://match.es"},
 		},
 		{
@@ -483,7 +482,7 @@ func TestCVORecommended(t *testing.T) {
 				{URL: "https://doesnotmat.ch", Name: "ShouldNotApply", Message: "ShouldNotApply"},
 				{URL: "https://match.es/too", Name: "RiskThatAppliesToo", Message: "This is a risk too!"},
 			},
-			results: map[string]riskResult{"RiskThatApplies": match, "ShouldNotApply": noMatch, "RiskThatAppliesToo": match},
+			results: map[string]clusterversion.RiskResult{"RiskThatApplies": match, "ShouldNotApply": noMatch, "RiskThatAppliesToo": match},
 			want: metav1.Condition{Type: "Recommended", Status: metav1.ConditionFalse, Reason: "MultipleReasons",
 				Message: "This is a risk! https://match.es\n\nThis is a risk too! https://match.es/too"},
 		},
@@ -493,7 +492,7 @@ func TestCVORecommended(t *testing.T) {
 				{URL: "https://match.es", Name: "RiskThatApplies", Message: "This is a risk!"},
 				{URL: "https://whokno.ws", Name: "RiskThatFailsToEvaluate", Message: "This is a risk too!"},
 			},
-			results: map[string]riskResult{"RiskThatApplies": match,
+			results: map[string]clusterversion.RiskResult{"RiskThatApplies": match,
 				"RiskThatFailsToEvaluate": failed("RiskThatFailsToEvaluate", "This is a risk too!", "https://whokno.ws")},
 			want: metav1.Condition{Type: "Recommended", Status: metav1.ConditionFalse, Reason: "MultipleReasons",
 				Message: "This is a risk! https://match.es\n\n" +
@@ -504,7 +503,7 @@ func TestCVORecommended(t *testing.T) {
 		{
 			name:    "one risk that fails to evaluate",
 			risks:   []configv1.ConditionalUpdateRisk{{URL: "https://whokno.ws", Name: "RiskThatFailsToEvaluate", Message: "This is a risk!"}},
-			results: map[string]riskResult{"RiskThatFailsToEvaluate": failed("RiskThatFailsToEvaluate", "This is a risk!", "https://whokno.ws")},
+			results: map[string]clusterversion.RiskResult{"RiskThatFailsToEvaluate": failed("RiskThatFailsToEvaluate", "This is a risk!", "https://whokno.ws")},
 			want: metav1.Condition{Type: "Recommended", Status: metav1.ConditionUnknown, Reason: "EvaluationFailed",
 				Message: "Could not evaluate exposure to update risk RiskThatFailsToEvaluate (ERROR)\n" +
 					"  RiskThatFailsToEvaluate description: This is a risk!\n" +
@@ -520,51 +519,8 @@ func TestCVORecommended(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := recommended(tt.risks, tt.results, tt.accept); got != tt.want {
+			if got := clusterversion.Recommended(tt.risks, tt.results, tt.accept); got != tt.want {
 				t.Errorf("Recommended = %+v\nwant %+v", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestCVORecommendedReason: pkg/cvo/availableupdates_test.go,
-// Test_newRecommendedReason, through combinedReason.
-func TestCVORecommendedReason(t *testing.T) {
-	const (
-		notExposed = "NotExposedToRisks"
-		accepted   = "AllExposedRisksAccepted"
-		failed     = "EvaluationFailed"
-		multiple   = "MultipleReasons"
-		exposed    = "ExposedToRisks"
-	)
-	names := map[string]string{notExposed: "recommendedReasonRisksNotExposed", accepted: "recommendedReasonAllExposedRisksAccepted",
-		failed: "recommendedReasonEvaluationFailed", multiple: "recommendedReasonMultiple", exposed: "recommendedReasonExposed"}
-	tests := []struct{ now, want, expected string }{
-		{notExposed, accepted, accepted},
-		{notExposed, failed, failed},
-		{notExposed, multiple, multiple},
-		{notExposed, exposed, exposed},
-		{accepted, notExposed, accepted},
-		{accepted, failed, failed},
-		{accepted, multiple, multiple},
-		{accepted, exposed, exposed},
-		{failed, notExposed, failed},
-		{failed, accepted, failed},
-		{failed, multiple, multiple},
-		{failed, exposed, exposed},
-		{multiple, notExposed, multiple},
-		{multiple, accepted, multiple},
-		{multiple, failed, multiple},
-		{multiple, exposed, multiple},
-		{exposed, notExposed, exposed},
-		{exposed, accepted, exposed},
-		{exposed, failed, exposed},
-		{exposed, multiple, multiple},
-	}
-	for _, tt := range tests {
-		t.Run(names[tt.now]+" to "+names[tt.want], func(t *testing.T) {
-			if got := combinedReason(tt.now, tt.want); got != tt.expected {
-				t.Errorf("combinedReason(%s, %s) = %s, want %s", tt.now, tt.want, got, tt.expected)
 			}
 		})
 	}

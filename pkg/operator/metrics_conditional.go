@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
@@ -41,7 +42,7 @@ func newConditionalMetrics(reg prometheus.Registerer) (*conditionalMetrics, erro
 
 // observeConditionalUpdates replaces the series with those of entries, as
 // written to status, and of the risks evaluated for them.
-func (m *Metrics) observeConditionalUpdates(entries []configv1.ConditionalUpdate, risks map[string]riskResult) {
+func (m *Metrics) observeConditionalUpdates(entries []configv1.ConditionalUpdate, risks map[string]clusterversion.RiskResult) {
 	if m == nil || m.conditional == nil {
 		return
 	}
@@ -57,12 +58,12 @@ func (m *Metrics) observeConditionalUpdates(entries []configv1.ConditionalUpdate
 	c.riskConditions.Reset()
 	for name, r := range risks {
 		v := 0.0
-		switch r.status {
+		switch r.Status {
 		case metav1.ConditionTrue:
 			v = 1
 		case metav1.ConditionUnknown:
 			v = -1
 		}
-		c.riskConditions.WithLabelValues(conditionApplies, name, r.reason).Set(v)
+		c.riskConditions.WithLabelValues(clusterversion.ConditionApplies, name, r.Reason).Set(v)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -44,7 +45,7 @@ type riskEvaluator struct {
 type evaluatedRisk struct {
 	risk      configv1.ConditionalUpdateRisk
 	clusterID *string
-	result    riskResult
+	result    clusterversion.RiskResult
 	at        time.Time
 }
 
@@ -63,7 +64,7 @@ func (e *riskEvaluator) start(ctx context.Context, wake func()) {
 // not yet evaluated, or whose rules or cluster ID (ctx's, see
 // clusterconditions.WithClusterID) changed, reads EvaluationFailed until
 // the goroutine has evaluated it.
-func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.ConditionalUpdate) map[string]riskResult {
+func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.ConditionalUpdate) map[string]clusterversion.RiskResult {
 	if e.bg.started() == nil {
 		return evaluateRisks(ctx, e.registry, updates, e.timeout)
 	}
@@ -84,13 +85,13 @@ func (e *riskEvaluator) lookup(ctx context.Context, updates []updategraph.Condit
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.wanted, e.clusterID = wanted, clusterID
-	out := make(map[string]riskResult, len(wanted))
+	out := make(map[string]clusterversion.RiskResult, len(wanted))
 	missing := false
 	for _, r := range wanted {
 		k, ok := e.known[r.Name]
 		if !ok || !reflect.DeepEqual(k.risk, r) || !reflect.DeepEqual(k.clusterID, clusterID) {
 			missing = true
-			out[r.Name] = riskResult{metav1.ConditionUnknown, reasonRiskEvaluationFailed, unknownExposureMessage(r, fmt.Errorf("not evaluated yet"))}
+			out[r.Name] = clusterversion.RiskResult{Status: metav1.ConditionUnknown, Reason: clusterversion.ReasonRiskEvaluationFailed, Message: unknownExposureMessage(r, fmt.Errorf("not evaluated yet"))}
 			continue
 		}
 		out[r.Name] = k.result

@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/clusterconditions"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/updategraph"
 )
 
@@ -46,7 +47,7 @@ func TestRunningRiskEvaluatorNeverHoldsASync(t *testing.T) {
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("lookup took %s while the rule blocks", d)
 	}
-	if r := got["Slow"]; r.status != metav1.ConditionUnknown || !strings.Contains(r.message, "not evaluated yet") {
+	if r := got["Slow"]; r.Status != metav1.ConditionUnknown || !strings.Contains(r.Message, "not evaluated yet") {
 		t.Fatalf("before evaluation: %+v, want Unknown, not evaluated yet", r)
 	}
 	<-g.calls
@@ -56,7 +57,7 @@ func TestRunningRiskEvaluatorNeverHoldsASync(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no wake after the evaluation")
 	}
-	if r := e.lookup(ctx, updates)["Slow"]; r.status != metav1.ConditionTrue || r.reason != reasonMatch {
+	if r := e.lookup(ctx, updates)["Slow"]; r.Status != metav1.ConditionTrue || r.Reason != clusterversion.ReasonMatch {
 		t.Errorf("after evaluation: %+v, want True Match", r)
 	}
 	t.Log("re-evaluated after the refresh, without a wake when nothing changed")
@@ -121,14 +122,14 @@ func TestRiskEvaluatorCarriesTheClusterID(t *testing.T) {
 	waitForResult := func(id string) {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if r := e.lookup(clusterconditions.WithClusterID(ctx, id), updates)["R"]; r.status == metav1.ConditionTrue {
+			if r := e.lookup(clusterconditions.WithClusterID(ctx, id), updates)["R"]; r.Status == metav1.ConditionTrue {
 				return
 			}
 		}
 		t.Fatalf("no result for cluster %s", id)
 	}
 	waitForResult("first")
-	if r := e.lookup(clusterconditions.WithClusterID(ctx, "second"), updates)["R"]; r.status != metav1.ConditionUnknown {
+	if r := e.lookup(clusterconditions.WithClusterID(ctx, "second"), updates)["R"]; r.Status != metav1.ConditionUnknown {
 		t.Errorf("with a new cluster ID: %+v, want Unknown until evaluated again", r)
 	}
 	// Evaluations kicked before may still report the first ID.
