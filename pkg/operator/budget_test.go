@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +11,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
@@ -87,8 +84,8 @@ func wantWithinBudget(t *testing.T, c *fakeCluster) *configv1.ClusterVersion {
 		t.Fatal(err)
 	}
 	t.Logf("the ClusterVersion is %d bytes as JSON", len(b))
-	if len(b) > MaxStatusBytes {
-		t.Fatalf("the ClusterVersion is %d bytes as JSON, over the %d-byte budget", len(b), MaxStatusBytes)
+	if len(b) > clusterversion.MaxStatusBytes {
+		t.Fatalf("the ClusterVersion is %d bytes as JSON, over the %d-byte budget", len(b), clusterversion.MaxStatusBytes)
 	}
 	return cv
 }
@@ -116,8 +113,8 @@ func TestAGraphOf50001UpdatesFitsTheBudget(t *testing.T) {
 
 	c.sync(t)
 	cv := wantWithinBudget(t, c)
-	if n := len(cv.Status.AvailableUpdates); n == 0 || n > maxAvailableUpdates || cv.Status.AvailableUpdates[0].Version != "1.51.0" {
-		t.Fatalf("%d available updates, the first %+v; want at most %d, the newest (1.51.0) first", n, cv.Status.AvailableUpdates[:min(n, 1)], maxAvailableUpdates)
+	if n := len(cv.Status.AvailableUpdates); n == 0 || n > clusterversion.MaxAvailableUpdates || cv.Status.AvailableUpdates[0].Version != "1.51.0" {
+		t.Fatalf("%d available updates, the first %+v; want at most %d, the newest (1.51.0) first", n, cv.Status.AvailableUpdates[:min(n, 1)], clusterversion.MaxAvailableUpdates)
 	}
 	kept := len(cv.Status.AvailableUpdates)
 	wantSettled(t, cv, "1.0.0")
@@ -149,18 +146,18 @@ func TestMiBStringsFromTheGraphFitTheBudget(t *testing.T) {
 		t.Fatal("an install of a deprecated release must be refused")
 	}
 	cv := wantWithinBudget(t, c)
-	wantCut(t, cv, clusterversion.ConditionReleaseAccepted, maxMessageBytes)
-	wantCut(t, cv, clusterversion.ConditionReleaseDeprecated, maxMessageBytes)
+	wantCut(t, cv, clusterversion.ConditionReleaseAccepted, clusterversion.MaxMessageBytes)
+	wantCut(t, cv, clusterversion.ConditionReleaseDeprecated, clusterversion.MaxMessageBytes)
 	wantCondition(t, cv, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits,
 		"conditions[ReleaseAccepted].message cut from", "conditions[ReleaseDeprecated].message cut from", "availableUpdates[0].image cut from 3145728 to")
-	if u := cv.Status.AvailableUpdates; len(u) != 1 || len(u[0].Image) > maxReleaseFieldBytes || !strings.HasSuffix(u[0].Image, " bytes cut)") {
-		t.Errorf("available updates %d, the first's image of %d bytes; want one, its 3 MiB image cut to %d", len(u), len(u[0].Image), maxReleaseFieldBytes)
+	if u := cv.Status.AvailableUpdates; len(u) != 1 || len(u[0].Image) > clusterversion.MaxReleaseFieldBytes || !strings.HasSuffix(u[0].Image, " bytes cut)") {
+		t.Errorf("available updates %d, the first's image of %d bytes; want one, its 3 MiB image cut to %d", len(u), len(u[0].Image), clusterversion.MaxReleaseFieldBytes)
 	}
 	if v := testutil.ToFloat64(metrics.statusTruncated.WithLabelValues("conditions")); v != 2 {
 		t.Errorf("payload_applier_status_truncated{field=conditions} = %v, want 2", v)
 	}
 	for _, e := range c.takeEvents() {
-		if len(e) > maxMessageBytes+64 {
+		if len(e) > clusterversion.MaxMessageBytes+64 {
 			t.Errorf("an Event of %d bytes: %.80q…", len(e), e)
 		}
 	}
@@ -173,9 +170,9 @@ func TestMiBStringsFromTheGraphFitTheBudget(t *testing.T) {
 		t.Fatalf("a forced install must apply: refused %v", out.Refused)
 	}
 	cv = wantWithinBudget(t, c)
-	if h := cv.Status.History; len(h) != 1 || len(h[0].AcceptedRisks) > maxAcceptedRisksBytes || !strings.Contains(h[0].AcceptedRisks, "ReleaseDeprecated") ||
+	if h := cv.Status.History; len(h) != 1 || len(h[0].AcceptedRisks) > clusterversion.MaxAcceptedRisksBytes || !strings.Contains(h[0].AcceptedRisks, "ReleaseDeprecated") ||
 		!strings.HasSuffix(h[0].AcceptedRisks, " bytes cut)") {
-		t.Errorf("history %d entries, the risks of the first %d bytes; want one, its risks cut to %d and marked", len(h), len(h[0].AcceptedRisks), maxAcceptedRisksBytes)
+		t.Errorf("history %d entries, the risks of the first %d bytes; want one, its risks cut to %d and marked", len(h), len(h[0].AcceptedRisks), clusterversion.MaxAcceptedRisksBytes)
 	}
 	wantCondition(t, cv, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits, "history[0].acceptedRisks cut from")
 
@@ -248,110 +245,8 @@ func TestACRDWithA300KiBEnumFitsTheBudget(t *testing.T) {
 	wantCondition(t, cv, clusterversion.ConditionReleaseAccepted, configv1.ConditionFalse, clusterversion.ReasonPreconditionChecks,
 		"ExistingObjectsInvalid", `demo/w00: spec.size: Unsupported value: "huge"`, "and 2 more", `(new schema: spec.size: supported values: "size-00000"`)
 	msg := clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionReleaseAccepted).Message
-	if n := strings.Count(msg, "supported values"); n != 1 || len(msg) > maxMessageBytes {
-		t.Errorf("a message of %d bytes stating the enum %d times; want it once, within %d bytes", len(msg), n, maxMessageBytes)
-	}
-}
-
-// TestFitStatusCutsInOrder: over budget once each value is bounded, a
-// status loses availableUpdates, then history beyond keptHistory, then
-// message length, the other conditions' first, and last the other
-// conditions; desired, the essential conditions and the newest history
-// entry stay.
-func TestFitStatusCutsInOrder(t *testing.T) {
-	long := func(n int) string { return strings.Repeat("m", n) }
-	// Bounded, a condition is about 8.3 KB, a history entry 4 KB, an
-	// available update 1 KB.
-	status := func(updates, history, otherConditions int) configv1.ClusterVersionStatus {
-		st := configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "2.0.0", Image: long(900), Channels: []string{"stable-2"}}}
-		types := append([]configv1.ClusterStatusConditionType(nil), essentialConditions...)
-		for i := range otherConditions {
-			types = append(types, configv1.ClusterStatusConditionType(fmt.Sprintf("Other%03d", i)))
-		}
-		for _, t := range types {
-			st.Conditions = append(st.Conditions, configv1.ClusterOperatorStatusCondition{Type: t, Status: configv1.ConditionTrue, Message: long(9000)})
-		}
-		for i := range history {
-			st.History = append(st.History, configv1.UpdateHistory{State: configv1.CompletedUpdate, Version: fmt.Sprintf("1.%d.0", history-i),
-				Image: long(900), AcceptedRisks: long(3000)})
-		}
-		for i := range updates {
-			st.AvailableUpdates = append(st.AvailableUpdates, configv1.Release{Version: fmt.Sprintf("2.1.%d", updates-i), Image: long(900)})
-		}
-		return st
-	}
-	// messages returns the length of the longest essential and other
-	// condition message, and how many other conditions are left.
-	messages := func(st configv1.ClusterVersionStatus) (essential, other, others int) {
-		for _, c := range st.Conditions {
-			switch {
-			case c.Type == clusterversion.ConditionStatusTruncated:
-			case slices.Contains(essentialConditions, c.Type):
-				essential = max(essential, len(c.Message))
-			default:
-				other, others = max(other, len(c.Message)), others+1
-			}
-		}
-		return essential, other, others
-	}
-	bounded := maxMessageBytes - 32 // a message only its own limit cut
-	cases := []struct {
-		name  string
-		st    configv1.ClusterVersionStatus
-		check func(t *testing.T, st configv1.ClusterVersionStatus)
-	}{
-		{"availableUpdates go first, from the oldest", status(300, 20, 3), func(t *testing.T, st configv1.ClusterVersionStatus) {
-			if n := len(st.AvailableUpdates); n == 0 || n == 300 || st.AvailableUpdates[0].Version != "2.1.300" || len(st.History) != 20 {
-				t.Errorf("%d updates, %d history entries: want some updates, the newest first, and the whole history", n, len(st.History))
-			}
-		}},
-		{"then history beyond the newest ten", status(300, 100, 3), func(t *testing.T, st configv1.ClusterVersionStatus) {
-			if n := len(st.History); len(st.AvailableUpdates) != 0 || n <= keptHistory || n == 100 {
-				t.Errorf("%d updates, %d history entries: want no update and more than %d entries", len(st.AvailableUpdates), n, keptHistory)
-			}
-			if essential, other, _ := messages(st); essential < bounded || other < bounded {
-				t.Errorf("messages cut to %d and %d: nothing needed it", essential, other)
-			}
-		}},
-		{"then the other conditions' messages", status(0, 100, 30), func(t *testing.T, st configv1.ClusterVersionStatus) {
-			essential, other, others := messages(st)
-			if len(st.History) != keptHistory || others != 30 || other >= bounded || other < minCutTextBytes || essential < bounded {
-				t.Errorf("%d history entries, %d other conditions, messages of %d (others) and %d: want %d entries, every condition, only the others' messages cut, to at least %d",
-					len(st.History), others, other, essential, keptHistory, minCutTextBytes)
-			}
-		}},
-		{"then the essential messages, then the other conditions", status(0, 100, 300), func(t *testing.T, st configv1.ClusterVersionStatus) {
-			essential, other, others := messages(st)
-			if others == 0 || others == 300 || essential >= bounded || essential < minCutTextBytes || other > minCutTextBytes {
-				t.Errorf("%d other conditions, messages of %d (others) and %d: want some conditions dropped, every message cut as far as it goes", others, other, essential)
-			}
-		}},
-	}
-	now := metav1.Now()
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			again := *tc.st.DeepCopy()
-			newest := tc.st.History[0]
-			cuts := fitStatus(&tc.st, now)
-			if size := statusSize(&tc.st); size > MaxStatusBytes {
-				t.Fatalf("%d bytes, over budget", size)
-			}
-			second := fitStatus(&again, now)
-			if !equality.Semantic.DeepEqual(tc.st, again) || cuts.message() != second.message() {
-				t.Error("two fits of one status differ")
-			}
-			tc.check(t, tc.st)
-			st := tc.st
-			for _, ct := range essentialConditions {
-				if clusterversion.FindCondition(st.Conditions, ct) == nil {
-					t.Errorf("%s was dropped", ct)
-				}
-			}
-			if st.Desired.Version != "2.0.0" || len(st.Desired.Image) != 900 || len(st.History) == 0 || st.History[0].Version != newest.Version {
-				t.Errorf("desired %s, newest history entry %v: both must stay", st.Desired.Version, st.History[:min(1, len(st.History))])
-			}
-			wantCondition(t, &configv1.ClusterVersion{Status: st}, clusterversion.ConditionStatusTruncated, configv1.ConditionTrue, clusterversion.ReasonStatusLimits, "The status was cut")
-		})
+	if n := strings.Count(msg, "supported values"); n != 1 || len(msg) > clusterversion.MaxMessageBytes {
+		t.Errorf("a message of %d bytes stating the enum %d times; want it once, within %d bytes", len(msg), n, clusterversion.MaxMessageBytes)
 	}
 }
 
@@ -370,7 +265,7 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 	}
 	payloadtest.WriteRelease(t, root, "1.0.0", nil, files)
 	var to []updategraph.Node
-	for i := range maxAvailableUpdates + 100 {
+	for i := range clusterversion.MaxAvailableUpdates + 100 {
 		to = append(to, updategraph.Node{Version: fmt.Sprintf("1.1.%d", i), Payload: "r"})
 	}
 	c := newFakeCluster(t, &DirStore{Root: root}, "1.0.0")
@@ -427,54 +322,5 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 	}
 	if len(cuts) != 1 {
 		t.Errorf("%d StatusLimits Events, want one: %q", len(cuts), cuts)
-	}
-}
-
-// TestFitStatusKeepsEveryConditionalUpdateThatFits: conditional updates
-// past the budget are dropped before they are read, and still the status
-// keeps as many of the first as fit, as when every one was measured.
-func TestFitStatusKeepsEveryConditionalUpdateThatFits(t *testing.T) {
-	risks := []configv1.ConditionalUpdateRisk{{Name: "R", URL: "https://x/<&>", Message: strings.Repeat("m", maxRiskMessageBytes),
-		MatchingRules: []configv1.ClusterCondition{{Type: "PromQL", PromQL: &configv1.PromQLClusterCondition{PromQL: strings.Repeat("q", 20<<10)}}}}}
-	var st configv1.ClusterVersionStatus
-	for i := range 400 {
-		// The entries share their risks, as those of one group do.
-		st.ConditionalUpdates = append(st.ConditionalUpdates, configv1.ConditionalUpdate{
-			Release: configv1.Release{Version: fmt.Sprintf("1.1.%d", i)}, Risks: risks})
-	}
-	fitStatus(&st, metav1.Now())
-	kept := len(st.ConditionalUpdates)
-	t.Logf("%d of 400 entries kept", kept)
-	if size := statusSize(&st); kept == 0 || size > MaxStatusBytes {
-		t.Fatalf("%d entries kept in %d bytes; want some, within %d", kept, size, MaxStatusBytes)
-	}
-	if q := st.ConditionalUpdates[0].Risks[0].MatchingRules[0].PromQL.PromQL; len(q) > maxMessageBytes {
-		t.Errorf("a query of %d bytes, want it cut to %d", len(q), maxMessageBytes)
-	}
-	// One more entry would not have fit.
-	more := st.DeepCopy()
-	more.ConditionalUpdates = append(more.ConditionalUpdates, more.ConditionalUpdates[kept-1])
-	if size := statusSize(more); size <= MaxStatusBytes-maxCutsNoteBytes-512 {
-		t.Errorf("%d of 400 entries kept, but one more fits (%d bytes)", kept, size)
-	}
-	wantNote := fmt.Sprintf("conditionalUpdates keeps the first %d of 400 entries", kept)
-	if c := clusterversion.FindCondition(st.Conditions, clusterversion.ConditionStatusTruncated); c == nil || !strings.Contains(c.Message, wantNote) {
-		t.Errorf("StatusTruncated %+v, want %q", c, wantNote)
-	}
-}
-
-func TestJSONSizeIsTheMarshalledSize(t *testing.T) {
-	st := &configv1.ClusterVersionStatus{
-		Conditions:         []configv1.ClusterOperatorStatusCondition{{Type: "A", Message: "<script> & \u2028 \xff"}},
-		ConditionalUpdates: []configv1.ConditionalUpdate{{Release: configv1.Release{Version: "1.0.0"}}},
-	}
-	for _, v := range []any{st, &st.ConditionalUpdates[0], &configv1.ClusterVersionStatus{}} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := jsonSize(v); got != len(b) {
-			t.Errorf("jsonSize %d, json.Marshal wrote %d bytes: %s", got, len(b), b)
-		}
 	}
 }

@@ -36,14 +36,9 @@ const (
 	// defaultRiskEvaluationTimeout bounds the evaluation of every risk of
 	// one sync together: a risk not evaluated by then is EvaluationFailed.
 	defaultRiskEvaluationTimeout = 10 * time.Second
-	// MaxConditionalUpdates bounds status.conditionalUpdates, as newer
-	// openshift/api's CRD does.
-	MaxConditionalUpdates = 500
 	// MaxEvaluatedRisks bounds the distinct risks evaluated in one sync,
 	// and so the series of cluster_version_risk_conditions.
 	MaxEvaluatedRisks = 500
-	// maxRiskMessageBytes bounds a risk's message in status.
-	maxRiskMessageBytes = 2 << 10
 )
 
 // riskConditionTypes are the rule types the ClusterVersion CRD admits.
@@ -161,8 +156,8 @@ func (ul *updateLister) conditionalEntries(ctx context.Context, cv *configv1.Clu
 		return nil, nil, nil, err
 	}
 	conditional = usableConditional(conditional)
-	if len(conditional) > MaxConditionalUpdates {
-		conditional = conditional[:MaxConditionalUpdates]
+	if len(conditional) > clusterversion.MaxConditionalUpdates {
+		conditional = conditional[:clusterversion.MaxConditionalUpdates]
 	}
 	// PromQL rules fill the cluster's ID into their `_id=""` matchers.
 	results = ul.risks.lookup(clusterconditions.WithClusterID(ctx, string(cv.Spec.ClusterID)), conditional)
@@ -271,11 +266,11 @@ func statusRisks(risks []configv1.ConditionalUpdateRisk) []configv1.ConditionalU
 	for i := range risks {
 		r := &out[i]
 		risks[i].DeepCopyInto(r)
-		r.Message = textwrap.Bound(r.Message, maxRiskMessageBytes)
+		r.Message = textwrap.Bound(r.Message, clusterversion.MaxRiskMessageBytes)
 		r.URL = textwrap.Bound(r.URL, updategraph.MaxRiskURLBytes)
 		for k := range r.MatchingRules {
 			if q := r.MatchingRules[k].PromQL; q != nil {
-				q.PromQL = textwrap.Bound(q.PromQL, maxMessageBytes)
+				q.PromQL = textwrap.Bound(q.PromQL, clusterversion.MaxMessageBytes)
 			}
 		}
 	}
@@ -357,39 +352,4 @@ func acceptRisksOf(u *unstructured.Unstructured) []string {
 		}
 	}
 	return names
-}
-
-// boundConditional caps status.conditionalUpdates and the channels of
-// their releases, for the status budget (budget.go).
-func boundConditional(st *configv1.ClusterVersionStatus, cuts *statusCuts) {
-	st.ConditionalUpdates = st.ConditionalUpdates[:min(len(st.ConditionalUpdates), MaxConditionalUpdates)]
-	for i := range st.ConditionalUpdates {
-		r := &st.ConditionalUpdates[i].Release
-		r.Channels = capChannels(r.Channels, "conditionalUpdates", fmt.Sprintf("conditionalUpdates[%d].release", i), cuts)
-	}
-}
-
-// conditionalTexts are the strings of a conditional update the budget
-// bounds, beside its release: the risks' URLs, messages and queries, and
-// the conditions' messages. A risk's name is bounded where it is read
-// (updategraph.MaxRiskNameBytes), as acceptRisks matches it whole.
-func conditionalTexts(u *configv1.ConditionalUpdate, where string) []statusText {
-	var out []statusText
-	for j := range u.Risks {
-		r := &u.Risks[j]
-		w := fmt.Sprintf("%s.risks[%d]", where, j)
-		out = append(out,
-			statusText{p: &r.URL, where: w + ".url", field: "conditionalUpdates", limit: updategraph.MaxRiskURLBytes},
-			statusText{p: &r.Message, where: w + ".message", field: "conditionalUpdates", limit: maxRiskMessageBytes})
-		for k := range r.MatchingRules {
-			if q := r.MatchingRules[k].PromQL; q != nil {
-				out = append(out, statusText{p: &q.PromQL, where: fmt.Sprintf("%s.matchingRules[%d].promql", w, k), field: "conditionalUpdates", limit: maxMessageBytes})
-			}
-		}
-	}
-	for j := range u.Conditions {
-		c := &u.Conditions[j]
-		out = append(out, statusText{p: &c.Message, where: fmt.Sprintf("%s.conditions[%s].message", where, c.Type), field: "conditionalUpdates", limit: maxMessageBytes})
-	}
-	return out
 }

@@ -238,7 +238,7 @@ func findRecommended(u configv1.ConditionalUpdate) *metav1.Condition {
 func TestStatusBudgetBoundsConditionalUpdates(t *testing.T) {
 	long := strings.Repeat("x", 64<<10)
 	var st configv1.ClusterVersionStatus
-	for i := range MaxConditionalUpdates + 10 {
+	for i := range clusterversion.MaxConditionalUpdates + 10 {
 		st.ConditionalUpdates = append(st.ConditionalUpdates, configv1.ConditionalUpdate{
 			Release: configv1.Release{Version: "1.1." + strings.Repeat("9", i%5), URL: configv1.URL(long)},
 			Risks: []configv1.ConditionalUpdateRisk{{Name: "R", URL: "https://x", Message: long,
@@ -246,16 +246,16 @@ func TestStatusBudgetBoundsConditionalUpdates(t *testing.T) {
 			Conditions: []metav1.Condition{{Type: "Recommended", Status: metav1.ConditionFalse, Reason: "R", Message: long}},
 		})
 	}
-	fitStatus(&st, metav1.Now())
-	if size := statusSize(&st); size > MaxStatusBytes {
-		t.Fatalf("status of %d bytes, over the %d budget", size, MaxStatusBytes)
+	clusterversion.Fit(&st, metav1.Now())
+	if size := clusterversion.StatusSize(&st); size > clusterversion.MaxStatusBytes {
+		t.Fatalf("status of %d bytes, over the %d budget", size, clusterversion.MaxStatusBytes)
 	}
 	if len(st.ConditionalUpdates) == 0 {
 		t.Fatal("every conditional update dropped; the first ones fit")
 	}
 	u := st.ConditionalUpdates[0]
-	if len(u.Risks[0].Message) > maxRiskMessageBytes || len(u.Risks[0].MatchingRules[0].PromQL.PromQL) > maxMessageBytes ||
-		len(u.Conditions[0].Message) > maxMessageBytes || len(u.Release.URL) > maxReleaseFieldBytes {
+	if len(u.Risks[0].Message) > clusterversion.MaxRiskMessageBytes || len(u.Risks[0].MatchingRules[0].PromQL.PromQL) > clusterversion.MaxMessageBytes ||
+		len(u.Conditions[0].Message) > clusterversion.MaxMessageBytes || len(u.Release.URL) > clusterversion.MaxReleaseFieldBytes {
 		t.Errorf("a string over its limit: %d %d %d %d", len(u.Risks[0].Message), len(u.Risks[0].MatchingRules[0].PromQL.PromQL), len(u.Conditions[0].Message), len(u.Release.URL))
 	}
 	if c := clusterversion.FindCondition(st.Conditions, clusterversion.ConditionStatusTruncated); c == nil || !strings.Contains(c.Message, "conditionalUpdates") {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
@@ -181,7 +182,7 @@ type boundedRecorder struct {
 }
 
 func (r boundedRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
-	r.EventRecorder.Event(obj, eventtype, reason, textwrap.Bound(message, maxMessageBytes))
+	r.EventRecorder.Event(obj, eventtype, reason, textwrap.Bound(message, clusterversion.MaxMessageBytes))
 }
 
 func (r boundedRecorder) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
@@ -189,5 +190,5 @@ func (r boundedRecorder) Eventf(obj runtime.Object, eventtype, reason, format st
 }
 
 func (r boundedRecorder) AnnotatedEventf(obj runtime.Object, annotations map[string]string, eventtype, reason, format string, args ...any) {
-	r.EventRecorder.AnnotatedEventf(obj, annotations, eventtype, reason, "%s", textwrap.Bound(fmt.Sprintf(format, args...), maxMessageBytes))
+	r.EventRecorder.AnnotatedEventf(obj, annotations, eventtype, reason, "%s", textwrap.Bound(fmt.Sprintf(format, args...), clusterversion.MaxMessageBytes))
 }

@@ -31,7 +31,7 @@ func (graphInMemory) String() string { return "an update graph in memory" }
 // cluster's release has 50,001 updates, one with a 3 MiB payload, and
 // deprecates the release with a 3 MiB message. The apiserver refuses a
 // request over 3 MiB, and etcd an object over 1.5 MiB; the ClusterVersion
-// it stores is under operator.MaxStatusBytes, and says what was cut.
+// it stores is under clusterversion.MaxStatusBytes, and says what was cut.
 func TestOversizedInputsLeaveAClusterVersionWithinItsBudget(t *testing.T) {
 	ns := testCluster.CreateNamespace(t)
 	store := writeStore(t, map[string]map[string]string{"1.0.0": {"0000_50_demo_00_a.yaml": configMap(ns, "a", "x")}})
@@ -98,7 +98,7 @@ func TestOversizedInputsLeaveAClusterVersionWithinItsBudget(t *testing.T) {
 }
 
 // withinBudget reads the operator's ClusterVersion back from the apiserver
-// and fails unless it is under operator.MaxStatusBytes as JSON.
+// and fails unless it is under clusterversion.MaxStatusBytes as JSON.
 func withinBudget(t *testing.T, op *testOperator) *configv1.ClusterVersion {
 	t.Helper()
 	cv := op.clusterVersion(t)
@@ -107,8 +107,8 @@ func withinBudget(t *testing.T, op *testOperator) *configv1.ClusterVersion {
 		t.Fatal(err)
 	}
 	t.Logf("the ClusterVersion read back is %d bytes as JSON", len(b))
-	if len(b) > operator.MaxStatusBytes {
-		t.Fatalf("the ClusterVersion is %d bytes as JSON, over the %d-byte budget", len(b), operator.MaxStatusBytes)
+	if len(b) > clusterversion.MaxStatusBytes {
+		t.Fatalf("the ClusterVersion is %d bytes as JSON, over the %d-byte budget", len(b), clusterversion.MaxStatusBytes)
 	}
 	return cv
 }

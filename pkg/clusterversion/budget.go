@@ -1,20 +1,14 @@
-package operator
+package clusterversion
 
 import (
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	configv1 "github.com/openshift/api/config/v1"
-	configclient "github.com/openshift/client-go/config/clientset/versioned"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
 
-	"github.com/payload-applier/payload-applier/pkg/clusterversion"
 	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
@@ -26,20 +20,20 @@ import (
 const (
 	// MaxStatusBytes is the budget of the status, as JSON.
 	MaxStatusBytes = 256 << 10
-	// maxMessageBytes bounds a condition's message.
-	maxMessageBytes = 8 << 10
+	// MaxMessageBytes bounds a condition's message.
+	MaxMessageBytes = 8 << 10
 	// maxReasonBytes bounds a condition's reason.
 	maxReasonBytes = 256
-	// maxAcceptedRisksBytes bounds a history entry's acceptedRisks.
-	maxAcceptedRisksBytes = 4 << 10
-	// maxReleaseFieldBytes bounds a release's version, image and URL,
+	// MaxAcceptedRisksBytes bounds a history entry's acceptedRisks.
+	MaxAcceptedRisksBytes = 4 << 10
+	// MaxReleaseFieldBytes bounds a release's version, image and URL,
 	// and each of its channels.
-	maxReleaseFieldBytes = 1 << 10
+	MaxReleaseFieldBytes = 1 << 10
 	// maxChannels bounds a release's channels; the last one kept then
 	// reads "… and N more".
 	maxChannels = 32
-	// maxAvailableUpdates bounds availableUpdates, listed newest first.
-	maxAvailableUpdates = 500
+	// MaxAvailableUpdates bounds availableUpdates, listed newest first.
+	MaxAvailableUpdates = 500
 	// keptHistory is how many of the newest history entries the budget
 	// keeps while anything else can go.
 	keptHistory = 10
@@ -56,36 +50,36 @@ const (
 // essentialConditions are the conditions admins and `oc adm upgrade` read
 // first: the budget cuts their messages last and never drops them.
 var essentialConditions = []configv1.ClusterStatusConditionType{
-	clusterversion.ConditionFailing, configv1.OperatorProgressing, configv1.OperatorAvailable, configv1.OperatorUpgradeable, clusterversion.ConditionReleaseAccepted,
+	ConditionFailing, configv1.OperatorProgressing, configv1.OperatorAvailable, configv1.OperatorUpgradeable, ConditionReleaseAccepted,
 }
 
-// statusCuts is what fitStatus left out of a status.
-type statusCuts struct {
-	// notes say what was cut, one cut each.
-	notes []string
-	// perField counts the values cut and the entries dropped, per field
+// Cuts is what fitStatus left out of a status.
+type Cuts struct {
+	// Notes say what was cut, one cut each.
+	Notes []string
+	// PerField counts the values cut and the entries dropped, per field
 	// of the status.
-	perField map[string]int
+	PerField map[string]int
 }
 
-func (c *statusCuts) add(field string, n int, note string) {
-	if c.perField == nil {
-		c.perField = map[string]int{}
+func (c *Cuts) add(field string, n int, note string) {
+	if c.PerField == nil {
+		c.PerField = map[string]int{}
 	}
-	c.perField[field] += n
-	c.notes = append(c.notes, note)
+	c.PerField[field] += n
+	c.Notes = append(c.Notes, note)
 }
 
-// message is StatusTruncated's message, and the Event's: "" when
+// Message is StatusTruncated's message, and the Event's: "" when
 // nothing was cut.
-func (c statusCuts) message() string {
-	if len(c.notes) == 0 {
+func (c Cuts) Message() string {
+	if len(c.Notes) == 0 {
 		return ""
 	}
-	named := c.notes[:min(len(c.notes), maxNamedCuts)]
+	named := c.Notes[:min(len(c.Notes), maxNamedCuts)]
 	msg := fmt.Sprintf("The status was cut to stay within its limits (docs/operations.md, %q): %s",
 		"ClusterVersion status limits", strings.Join(named, "; "))
-	if more := len(c.notes) - len(named); more > 0 {
+	if more := len(c.Notes) - len(named); more > 0 {
 		msg += fmt.Sprintf("; … and %d more cuts", more)
 	}
 	return textwrap.Bound(msg, maxCutsNoteBytes)
@@ -126,7 +120,7 @@ func statusTextsBesideConditional(st *configv1.ClusterVersionStatus) []statusTex
 		}
 		out = append(out,
 			statusText{p: &c.Reason, where: where + ".reason", field: "conditions", limit: maxReasonBytes},
-			statusText{p: &c.Message, where: where + ".message", field: "conditions", limit: maxMessageBytes, tier: tier})
+			statusText{p: &c.Message, where: where + ".message", field: "conditions", limit: MaxMessageBytes, tier: tier})
 	}
 	out = append(out, releaseTexts("desired", "desired", &st.Desired)...)
 	for i := range st.History {
@@ -137,9 +131,9 @@ func statusTextsBesideConditional(st *configv1.ClusterVersionStatus) []statusTex
 			tier = 2
 		}
 		out = append(out,
-			statusText{p: &h.Version, where: where + ".version", field: "history", limit: maxReleaseFieldBytes},
-			statusText{p: &h.Image, where: where + ".image", field: "history", limit: maxReleaseFieldBytes},
-			statusText{p: &h.AcceptedRisks, where: where + ".acceptedRisks", field: "history", limit: maxAcceptedRisksBytes, tier: tier})
+			statusText{p: &h.Version, where: where + ".version", field: "history", limit: MaxReleaseFieldBytes},
+			statusText{p: &h.Image, where: where + ".image", field: "history", limit: MaxReleaseFieldBytes},
+			statusText{p: &h.AcceptedRisks, where: where + ".acceptedRisks", field: "history", limit: MaxAcceptedRisksBytes, tier: tier})
 	}
 	for i := range st.AvailableUpdates {
 		out = append(out, releaseTexts("availableUpdates", fmt.Sprintf("availableUpdates[%d]", i), &st.AvailableUpdates[i])...)
@@ -157,41 +151,41 @@ func conditionalUpdateTexts(st *configv1.ClusterVersionStatus, i int) []statusTe
 // releaseTexts lists the strings of r, of field, at where.
 func releaseTexts(field, where string, r *configv1.Release) []statusText {
 	out := []statusText{
-		{p: &r.Version, where: where + ".version", field: field, limit: maxReleaseFieldBytes},
-		{p: &r.Image, where: where + ".image", field: field, limit: maxReleaseFieldBytes},
-		{p: (*string)(&r.URL), where: where + ".url", field: field, limit: maxReleaseFieldBytes},
+		{p: &r.Version, where: where + ".version", field: field, limit: MaxReleaseFieldBytes},
+		{p: &r.Image, where: where + ".image", field: field, limit: MaxReleaseFieldBytes},
+		{p: (*string)(&r.URL), where: where + ".url", field: field, limit: MaxReleaseFieldBytes},
 	}
 	for i := range r.Channels {
-		out = append(out, statusText{p: &r.Channels[i], where: fmt.Sprintf("%s.channels[%d]", where, i), field: field, limit: maxReleaseFieldBytes})
+		out = append(out, statusText{p: &r.Channels[i], where: fmt.Sprintf("%s.channels[%d]", where, i), field: field, limit: MaxReleaseFieldBytes})
 	}
 	return out
 }
 
-// fitStatus bounds every value of st and fits st into MaxStatusBytes,
+// Fit bounds every value of st and fits st into MaxStatusBytes,
 // saying what it cut in the StatusTruncated condition; the cuts are
 // cutToBudget's. Fitting is deterministic, and a fitted status needs no
 // further cut.
-func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
+func Fit(st *configv1.ClusterVersionStatus, now metav1.Time) Cuts {
 	var previous *configv1.ClusterOperatorStatusCondition
-	if c := clusterversion.FindCondition(st.Conditions, clusterversion.ConditionStatusTruncated); c != nil {
+	if c := FindCondition(st.Conditions, ConditionStatusTruncated); c != nil {
 		kept := *c
 		previous = &kept
 	}
-	st.Conditions = clusterversion.RemoveCondition(st.Conditions, clusterversion.ConditionStatusTruncated)
+	st.Conditions = RemoveCondition(st.Conditions, ConditionStatusTruncated)
 	before := shapeOf(st)
-	var cuts statusCuts
+	var cuts Cuts
 	// Room for StatusTruncated itself.
 	target := MaxStatusBytes - maxCutsNoteBytes - 512
 	originals := boundValues(st, &cuts, target)
 	cutToBudget(st, originals, target)
 	cuts.describe(before, st, originals)
-	if msg := cuts.message(); msg != "" {
+	if msg := cuts.Message(); msg != "" {
 		if previous != nil {
 			// Kept, so that its transition time is too.
 			st.Conditions = append(st.Conditions, *previous)
 		}
-		st.Conditions = clusterversion.SetCondition(st.Conditions, configv1.ClusterOperatorStatusCondition{Type: clusterversion.ConditionStatusTruncated,
-			Status: configv1.ConditionTrue, Reason: clusterversion.ReasonStatusLimits, Message: msg}, now)
+		st.Conditions = SetCondition(st.Conditions, configv1.ClusterOperatorStatusCondition{Type: ConditionStatusTruncated,
+			Status: configv1.ConditionTrue, Reason: ReasonStatusLimits, Message: msg}, now)
 	}
 	return cuts
 }
@@ -202,9 +196,9 @@ func fitStatus(st *configv1.ClusterVersionStatus, now metav1.Time) statusCuts {
 // updates, which a graph can make many and large, are bounded in order
 // only until together they pass target: cutToBudget would drop every one
 // after that, so they are dropped unread.
-func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts, target int) map[string]string {
-	st.AvailableUpdates = st.AvailableUpdates[:min(len(st.AvailableUpdates), maxAvailableUpdates)]
-	st.History = st.History[:min(len(st.History), clusterversion.MaxHistory)]
+func boundValues(st *configv1.ClusterVersionStatus, cuts *Cuts, target int) map[string]string {
+	st.AvailableUpdates = st.AvailableUpdates[:min(len(st.AvailableUpdates), MaxAvailableUpdates)]
+	st.History = st.History[:min(len(st.History), MaxHistory)]
 	// desired's channels are the cached release's: cut a copy.
 	st.Desired.Channels = capChannels(slices.Clone(st.Desired.Channels), "desired", "desired", cuts)
 	for i := range st.AvailableUpdates {
@@ -224,7 +218,7 @@ func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts, target int
 	for i := range st.ConditionalUpdates {
 		bound(conditionalUpdateTexts(st, i))
 		// Each entry adds itself and a comma to the status.
-		if size += jsonSize(&st.ConditionalUpdates[i]) + 1; size > target {
+		if size += JSONSize(&st.ConditionalUpdates[i]) + 1; size > target {
 			st.ConditionalUpdates = st.ConditionalUpdates[:i+1]
 			break
 		}
@@ -241,7 +235,7 @@ func boundValues(st *configv1.ClusterVersionStatus, cuts *statusCuts, target int
 // the other conditions, and history but its newest entry. desired is
 // never cut.
 func cutToBudget(st *configv1.ClusterVersionStatus, originals map[string]string, target int) {
-	over := func() int { return statusSize(st) - target }
+	over := func() int { return StatusSize(st) - target }
 	if over() > 0 {
 		st.AvailableUpdates = dropTail(st.AvailableUpdates, 0, over())
 	}
@@ -280,7 +274,7 @@ func shapeOf(st *configv1.ClusterVersionStatus) statusShape {
 
 // describe notes what fitting before into st cut: entries dropped from
 // each list, conditions dropped, and each string cut.
-func (c *statusCuts) describe(before statusShape, st *configv1.ClusterVersionStatus, originals map[string]string) {
+func (c *Cuts) describe(before statusShape, st *configv1.ClusterVersionStatus, originals map[string]string) {
 	lists := []struct {
 		field, which  string
 		before, after int
@@ -296,7 +290,7 @@ func (c *statusCuts) describe(before statusShape, st *configv1.ClusterVersionSta
 	}
 	var dropped []string
 	for _, t := range before.conditions {
-		if clusterversion.FindCondition(st.Conditions, t) == nil {
+		if FindCondition(st.Conditions, t) == nil {
 			dropped = append(dropped, string(t))
 		}
 	}
@@ -312,7 +306,7 @@ func (c *statusCuts) describe(before statusShape, st *configv1.ClusterVersionSta
 
 // capChannels keeps maxChannels channels, the last saying how many more
 // there are.
-func capChannels(channels []string, field, where string, cuts *statusCuts) []string {
+func capChannels(channels []string, field, where string, cuts *Cuts) []string {
 	if len(channels) <= maxChannels {
 		return channels
 	}
@@ -341,7 +335,7 @@ func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tie
 		for _, t := range texts {
 			*t.p = textwrap.Bound(originals[t.where], min(t.limit, n))
 		}
-		return statusSize(st) <= target
+		return StatusSize(st) <= target
 	}
 	if !cutTo(minCutTextBytes) {
 		return
@@ -364,20 +358,20 @@ func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tie
 func dropTail[T any](list []T, keep, excess int) []T {
 	n := len(list)
 	for n > keep && excess > 0 {
-		excess -= jsonSize(&list[n-1]) + 1
+		excess -= JSONSize(&list[n-1]) + 1
 		n--
 	}
 	return list[:n]
 }
 
-// statusSize is the size of st as JSON, as the apiserver stores it.
-func statusSize(st *configv1.ClusterVersionStatus) int {
-	return jsonSize(st)
+// StatusSize is the size of st as JSON, as the apiserver stores it.
+func StatusSize(st *configv1.ClusterVersionStatus) int {
+	return JSONSize(st)
 }
 
-// jsonSize is the size of v as json.Marshal writes it, measured without
+// JSONSize is the size of v as json.Marshal writes it, measured without
 // keeping a copy: the encoder's buffer is pooled.
-func jsonSize(v any) int {
+func JSONSize(v any) int {
 	var n byteCount
 	if err := json.NewEncoder(&n).Encode(v); err != nil {
 		return 0
@@ -394,42 +388,49 @@ func (c *byteCount) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// statusWriter writes the ClusterVersion's status: fitted into its
-// limits, and only when it changed.
-type statusWriter struct {
-	config   configclient.Interface
-	clock    clock.Clock
-	metrics  *Metrics
-	recorder record.EventRecorder
-	cvRef    *corev1.ObjectReference
-	cuts     cutsReporter
+// boundConditional caps status.conditionalUpdates and the channels of
+// their releases, for the status budget (budget.go).
+func boundConditional(st *configv1.ClusterVersionStatus, cuts *Cuts) {
+	st.ConditionalUpdates = st.ConditionalUpdates[:min(len(st.ConditionalUpdates), MaxConditionalUpdates)]
+	for i := range st.ConditionalUpdates {
+		r := &st.ConditionalUpdates[i].Release
+		r.Channels = capChannels(r.Channels, "conditionalUpdates", fmt.Sprintf("conditionalUpdates[%d].release", i), cuts)
+	}
 }
 
-// cutsReporter remembers the cuts last written, so that an Event
-// announces each new cut once, not every pass.
-type cutsReporter struct {
-	mu   sync.Mutex
-	last map[string]bool
+// conditionalTexts are the strings of a conditional update the budget
+// bounds, beside its release: the risks' URLs, messages and queries, and
+// the conditions' messages. A risk's name is bounded where it is read
+// (updategraph.MaxRiskNameBytes), as acceptRisks matches it whole.
+func conditionalTexts(u *configv1.ConditionalUpdate, where string) []statusText {
+	var out []statusText
+	for j := range u.Risks {
+		r := &u.Risks[j]
+		w := fmt.Sprintf("%s.risks[%d]", where, j)
+		out = append(out,
+			statusText{p: &r.URL, where: w + ".url", field: "conditionalUpdates", limit: MaxRiskURLBytes},
+			statusText{p: &r.Message, where: w + ".message", field: "conditionalUpdates", limit: MaxRiskMessageBytes})
+		for k := range r.MatchingRules {
+			if q := r.MatchingRules[k].PromQL; q != nil {
+				out = append(out, statusText{p: &q.PromQL, where: fmt.Sprintf("%s.matchingRules[%d].promql", w, k), field: "conditionalUpdates", limit: MaxMessageBytes})
+			}
+		}
+	}
+	for j := range u.Conditions {
+		c := &u.Conditions[j]
+		out = append(out, statusText{p: &c.Message, where: fmt.Sprintf("%s.conditions[%s].message", where, c.Type), field: "conditionalUpdates", limit: MaxMessageBytes})
+	}
+	return out
 }
 
-// fitStatus fits cv's status into its limits before a write, sets the
-// truncation gauge, and announces a cut the last write did not make with
-// a Warning Event. A cut that is gone is no news: a value carried over
-// from the status as read was cut before and keeps its marker.
-func (w *statusWriter) fitStatus(cv *configv1.ClusterVersion) {
-	cuts := fitStatus(&cv.Status, metav1.NewTime(w.clock.Now()))
-	w.metrics.observeStatusCuts(cuts.perField)
-	w.cuts.mu.Lock()
-	news := false
-	for _, n := range cuts.notes {
-		news = news || !w.cuts.last[n]
-	}
-	w.cuts.last = map[string]bool{}
-	for _, n := range cuts.notes {
-		w.cuts.last[n] = true
-	}
-	w.cuts.mu.Unlock()
-	if news {
-		w.recorder.Event(w.cvRef, corev1.EventTypeWarning, clusterversion.ReasonStatusLimits, cuts.message())
-	}
-}
+// Bounds of status.conditionalUpdates.
+const (
+	// MaxConditionalUpdates bounds status.conditionalUpdates, as newer
+	// openshift/api's CRD does.
+	MaxConditionalUpdates = 500
+	// MaxRiskMessageBytes bounds a risk's message in status.
+	MaxRiskMessageBytes = 2 << 10
+	// MaxRiskURLBytes bounds a risk's URL in status: the update graph's
+	// own bound (updategraph.MaxRiskURLBytes), which a test keeps equal.
+	MaxRiskURLBytes = 2048
+)

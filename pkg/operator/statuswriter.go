@@ -1,0 +1,53 @@
+package operator
+
+import (
+	"sync"
+
+	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	"github.com/payload-applier/payload-applier/pkg/clusterversion"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+)
+
+// statusWriter writes the ClusterVersion's status: fitted into its
+// limits, and only when it changed.
+type statusWriter struct {
+	config   configclient.Interface
+	clock    clock.Clock
+	metrics  *Metrics
+	recorder record.EventRecorder
+	cvRef    *corev1.ObjectReference
+	cuts     cutsReporter
+}
+
+// cutsReporter remembers the cuts last written, so that an Event
+// announces each new cut once, not every pass.
+type cutsReporter struct {
+	mu   sync.Mutex
+	last map[string]bool
+}
+
+// fitStatus fits cv's status into its limits before a write, sets the
+// truncation gauge, and announces a cut the last write did not make with
+// a Warning Event. A cut that is gone is no news: a value carried over
+// from the status as read was cut before and keeps its marker.
+func (w *statusWriter) fitStatus(cv *configv1.ClusterVersion) {
+	cuts := clusterversion.Fit(&cv.Status, metav1.NewTime(w.clock.Now()))
+	w.metrics.observeStatusCuts(cuts.PerField)
+	w.cuts.mu.Lock()
+	news := false
+	for _, n := range cuts.Notes {
+		news = news || !w.cuts.last[n]
+	}
+	w.cuts.last = map[string]bool{}
+	for _, n := range cuts.Notes {
+		w.cuts.last[n] = true
+	}
+	w.cuts.mu.Unlock()
+	if news {
+		w.recorder.Event(w.cvRef, corev1.EventTypeWarning, clusterversion.ReasonStatusLimits, cuts.Message())
+	}
+}
