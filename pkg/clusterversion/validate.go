@@ -145,7 +145,7 @@ func CheckSpec(cv *configv1.ClusterVersion, now metav1.Time) field.ErrorList {
 // operator stopped acting on the spec; a pass that failed keeps its reason.
 func ProgressingWhileInvalid(status *configv1.ClusterVersionStatus, now metav1.Time) {
 	p := FindCondition(status.Conditions, configv1.OperatorProgressing)
-	if p == nil || p.Reason != "" {
+	if f := FindCondition(status.Conditions, ConditionFailing); p == nil || f != nil && f.Status == configv1.ConditionTrue {
 		return
 	}
 	c := *p

@@ -126,17 +126,24 @@ func TestProgressingWhileInvalid(t *testing.T) {
 	now := metav1.Now()
 	for _, tc := range []struct {
 		in              configv1.ClusterOperatorStatusCondition
+		failing         bool
 		reason, message string
 	}{
 		{configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing, Status: configv1.ConditionFalse, Message: "Cluster version is 1.0.0"},
-			ReasonInvalidClusterVersion, "Stopped at 1.0.0: the cluster version is invalid"},
+			false, ReasonInvalidClusterVersion, "Stopped at 1.0.0: the cluster version is invalid"},
 		{configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing, Status: configv1.ConditionTrue, Message: "Working towards 1.0.0"},
-			ReasonInvalidClusterVersion, "Reconciling 1.0.0: the cluster version is invalid"},
+			false, ReasonInvalidClusterVersion, "Reconciling 1.0.0: the cluster version is invalid"},
 		// A failing pass keeps its own reason and message.
 		{configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing, Status: configv1.ConditionFalse, Reason: "UpdatePayloadFailed", Message: "Error while reconciling 1.0.0: x"},
-			"UpdatePayloadFailed", "Error while reconciling 1.0.0: x"},
+			true, "UpdatePayloadFailed", "Error while reconciling 1.0.0: x"},
+		// A wait is no failure: its reason gives way.
+		{configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing, Status: configv1.ConditionTrue, Reason: "ClusterOperatorUpdating", Message: "Working towards 1.0.0"},
+			false, ReasonInvalidClusterVersion, "Reconciling 1.0.0: the cluster version is invalid"},
 	} {
 		st := &configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "1.0.0"}, Conditions: []configv1.ClusterOperatorStatusCondition{tc.in}}
+		if tc.failing {
+			st.Conditions = append(st.Conditions, configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionTrue})
+		}
 		ProgressingWhileInvalid(st, now)
 		if c := st.Conditions[0]; c.Reason != tc.reason || c.Message != tc.message {
 			t.Errorf("%q → %s %q, want %s %q", tc.in.Message, c.Reason, c.Message, tc.reason, tc.message)
