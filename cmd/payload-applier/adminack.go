@@ -49,7 +49,7 @@ func (a planAdminAcks) MarshalJSON() ([]byte, error) {
 // liveAdminAcks judges the cluster's admin gates for an update of cv to
 // target ("" for none planned).
 func liveAdminAcks(ctx context.Context, kube kubernetes.Interface, cv *configv1.ClusterVersion, target string) planAdminAcks {
-	judged := operator.LiveAdminAcks(ctx, kube, cv)
+	judged := operator.AdminAcks(ctx, kube, cv)
 	out := planAdminAcks{Pending: judged.Pending, target: target}
 	for _, b := range judged.Blockers {
 		if b.Reason != precondition.ReasonAdminAckRequired {

@@ -18,17 +18,17 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
-// LiveAdminAcks judges the cluster's admin gates as they are now, for
-// plan and status, which have no current release at hand: an absent
-// ConfigMap reads as empty there, where the operator would block on one
-// its release ships.
-func LiveAdminAcks(ctx context.Context, kube kubernetes.Interface, cv *configv1.ClusterVersion) precondition.AdminAcks {
+// AdminAcks judges the cluster's admin gates as the operator's observer
+// reads them, for plan and status, which have no current release at hand:
+// an absent ConfigMap reads as empty there, where the operator would block
+// on one its release ships.
+func AdminAcks(ctx context.Context, kube kubernetes.Interface, cv *configv1.ClusterVersion) precondition.AdminAcks {
 	if cv == nil {
 		return precondition.AdminAcks{}
 	}
-	return precondition.JudgeAdminAcks(precondition.AdminAckVersion(cv.Status.History),
-		ReadAdminConfigMap(ctx, kube, precondition.DefaultAdminGates),
-		ReadAdminConfigMap(ctx, kube, precondition.DefaultAdminAcks))
+	b := &observer{kube: kube, adminGates: precondition.DefaultAdminGates, adminAcks: precondition.DefaultAdminAcks}
+	gates, acks := b.adminConfigMaps(ctx, nil)
+	return precondition.JudgeAdminAcks(precondition.AdminAckVersion(cv.Status.History), gates, acks)
 }
 
 // ReadAdminConfigMap reads one of the admin ConfigMaps, telling absent
