@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
@@ -366,5 +369,38 @@ func TestSyncReportsAnUnreadableCleanupStateAndKeepsApplying(t *testing.T) {
 	wantCondition(t, cv, clusterversion.ConditionFailing, configv1.ConditionFalse, "")
 	if u := clusterversion.FindCondition(cv.Status.Conditions, configv1.OperatorUpgradeable); u != nil && u.Reason == clusterversion.ReasonOperandCleanupStateUnreadable {
 		t.Errorf("Upgradeable still says %s", u.Reason)
+	}
+}
+
+// TestTransitionsCarryTheTimeTheyHappened: a pass that takes a minute
+// completes its history entry, and turns its conditions, at its end; the
+// entry starts when the update was accepted.
+func TestTransitionsCarryTheTimeTheyHappened(t *testing.T) {
+	c := newFakeCluster(t, storyStore(t), "1.0.0")
+	// Each applied object takes the pass ten seconds.
+	for _, verb := range []string{"create", "patch"} {
+		c.dynamic.PrependReactor(verb, "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+			c.clock.Step(10 * time.Second)
+			return false, nil, nil
+		})
+	}
+	start := c.clock.Now()
+	c.sync(t)
+	end := c.clock.Now()
+	if !end.After(start) {
+		t.Fatal("the pass took no time; the test cannot tell start from end")
+	}
+	cv := c.clusterVersion(t)
+	h := cv.Status.History[0]
+	if !h.StartedTime.Time.Equal(start) || h.CompletionTime == nil || !h.CompletionTime.Time.Equal(end) {
+		t.Errorf("history[0] started %s, completed %v; want %s and %s", h.StartedTime, h.CompletionTime, start, end)
+	}
+	for _, ct := range []configv1.ClusterStatusConditionType{configv1.OperatorAvailable, configv1.OperatorProgressing} {
+		if c := clusterversion.FindCondition(cv.Status.Conditions, ct); c == nil || !c.LastTransitionTime.Time.Equal(end) {
+			t.Errorf("%s turned at %v, want %s, when the pass ended", ct, c, end)
+		}
+	}
+	if c := clusterversion.FindCondition(cv.Status.Conditions, clusterversion.ConditionReleaseAccepted); c == nil || !c.LastTransitionTime.Time.Equal(start) {
+		t.Errorf("ReleaseAccepted turned at %v, want %s, when the release was accepted", c, start)
 	}
 }

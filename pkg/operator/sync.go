@@ -134,7 +134,8 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		original = written
 		cv.ResourceVersion = written.ResourceVersion
 	}
-	o.finishPass(ctx, cv, obs, rel, res, out, now)
+	// What the pass changed changed when it ended, not when it began.
+	o.finishPass(ctx, cv, obs, rel, res, out, metav1.NewTime(o.clock.Now()))
 	o.metrics.observeSync(o.clock.Since(start), res)
 	return out, o.writer.writeStatus(ctx, original, cv)
 }
