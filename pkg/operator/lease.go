@@ -7,6 +7,9 @@ import (
 	"sync"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	libgoleaderelection "github.com/openshift/library-go/pkg/config/leaderelection"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
@@ -202,4 +205,24 @@ func (l *gatedLock) won() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.acquired
+}
+
+// openShiftLeaseTimings are library-go's leader election timings for
+// OpenShift, which the CVO uses: a renewal every 26 seconds tolerates 78
+// seconds of apiserver downtime; on a single-replica control plane
+// (Infrastructure "cluster"), one every 60 seconds tolerates 180. An
+// Infrastructure that cannot be read counts as highly available, as in
+// the CVO.
+func openShiftLeaseTimings(ctx context.Context, cc configclient.Interface) (duration, renew, retry time.Duration) {
+	// The lock is RunOptions'; naming one keeps library-go from looking
+	// for the pod's namespace.
+	le := libgoleaderelection.LeaderElectionDefaulting(configv1.LeaderElection{Namespace: "-", Name: "-"}, "", "")
+	infra, err := cc.ConfigV1().Infrastructures().Get(ctx, "cluster", metav1.GetOptions{})
+	switch {
+	case err != nil:
+		klog.FromContext(ctx).V(2).Info("Infrastructure unreadable; using the highly available lease timings", "err", err)
+	case infra.Status.ControlPlaneTopology == configv1.SingleReplicaTopologyMode:
+		le = libgoleaderelection.LeaderElectionSNOConfig(le)
+	}
+	return le.LeaseDuration.Duration, le.RenewDeadline.Duration, le.RetryPeriod.Duration
 }

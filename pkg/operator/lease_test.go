@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	configv1 "github.com/openshift/api/config/v1"
+	configfake "github.com/openshift/client-go/config/clientset/versioned/fake"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
@@ -153,5 +157,27 @@ func TestHoldLeaseCreatesAMissingLeaseAndReturnsFnsError(t *testing.T) {
 	l := readLease(t, kube)
 	if h, d := ptr.Deref(l.Spec.HolderIdentity, ""), ptr.Deref(l.Spec.LeaseDurationSeconds, 0); h != "" || d != 1 {
 		t.Errorf("after: holder %q, duration %d; want it released", h, d)
+	}
+}
+
+func TestRunTakesOpenShiftsLeaseTimings(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name                   string
+		objs                   []runtime.Object
+		duration, renew, retry time.Duration
+	}{
+		{"no Infrastructure: highly available", nil, 137 * time.Second, 107 * time.Second, 26 * time.Second},
+		{"highly available", []runtime.Object{&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+			Status: configv1.InfrastructureStatus{ControlPlaneTopology: configv1.HighlyAvailableTopologyMode}}}, 137 * time.Second, 107 * time.Second, 26 * time.Second},
+		{"single replica", []runtime.Object{&configv1.Infrastructure{ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+			Status: configv1.InfrastructureStatus{ControlPlaneTopology: configv1.SingleReplicaTopologyMode}}}, 270 * time.Second, 240 * time.Second, 60 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, renew, retry := openShiftLeaseTimings(ctx, configfake.NewSimpleClientset(tc.objs...))
+			if d != tc.duration || renew != tc.renew || retry != tc.retry {
+				t.Errorf("lease %s, renew %s, retry %s; want %s, %s, %s", d, renew, retry, tc.duration, tc.renew, tc.retry)
+			}
+		})
 	}
 }

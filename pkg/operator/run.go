@@ -31,7 +31,10 @@ type RunOptions struct {
 	// LeaseName defaults to apply.DefaultSelf().Lease, which the engine
 	// refuses to delete.
 	LeaseName string
-	// LeaseDuration, RenewDeadline and RetryPeriod default to 30s, 20s, 5s.
+	// LeaseDuration, RenewDeadline and RetryPeriod default, under Run, to
+	// library-go's timings for OpenShift, as the CVO takes them: 137s,
+	// 107s and 26s, or 270s, 240s and 60s on a single-replica control
+	// plane. HoldLease (apply) defaults to 30s, 20s and 5s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
@@ -54,6 +57,9 @@ func (o *RunOptions) setDefaults() {
 // election it returns when leadership is lost, so that the process restarts
 // clean rather than act on stale state.
 func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
+	if opts.LeaderElection && opts.LeaseDuration == 0 {
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = openShiftLeaseTimings(ctx, o.config)
+	}
 	opts.setDefaults()
 	logger := klog.FromContext(ctx)
 	if err := wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
