@@ -97,15 +97,29 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 
 // create makes a missing object with a POST, which costs the apiserver
 // about a third less than a server-side apply. The fields it sets belong to
-// the create until adoptCreatedFields hands them to the apply manager. A
-// manifest the POST rejects as it stands (strict validation refuses fields
-// the schema does not declare) goes through write, which handles those.
+// the create until adoptCreatedFields hands them to the apply manager. As
+// the CVO's typed clients, it lets the server drop the fields the schema
+// does not declare (fieldValidation=Warn); the server's warnings name them,
+// and they are reported and left out of the later applies, which would
+// refuse them. A manifest the POST still rejects goes through write.
 func (e *Engine) create(ctx context.Context, m *payload.Manifest, rc resourceClient, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	created, err := rc.ri.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager, FieldValidation: metav1.FieldValidationStrict})
+	wctx, warned := collectWarnings(ctx)
+	created, err := rc.ri.Create(wctx, want, metav1.CreateOptions{FieldManager: FieldManager, FieldValidation: metav1.FieldValidationWarn})
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return e.write(ctx, m, rc, want, true)
 	}
+	if dropped := warned.unknownFields(); err == nil && len(dropped) > 0 {
+		e.undeclaredFields(m, dropped)
+	}
 	return created, err
+}
+
+// undeclaredFields reports fields of m that its schema does not declare,
+// which the server dropped, and leaves them out of m's later applies.
+func (e *Engine) undeclaredFields(m *payload.Manifest, paths []string) {
+	e.rememberUndeclared(m, paths)
+	e.warn("UndeclaredFieldsDropped", fmt.Sprintf("%s (%s): dropped fields its schema does not declare: %s",
+		m.ID(), m.Position(), strings.Join(paths, ", ")))
 }
 
 // adoptCreatedFields moves the fields our create owns to our apply manager
@@ -128,9 +142,7 @@ func (e *Engine) adoptCreatedFields(ctx context.Context, rc resourceClient, live
 func (e *Engine) write(ctx context.Context, m *payload.Manifest, rc resourceClient, want *unstructured.Unstructured, creating bool) (*unstructured.Unstructured, error) {
 	live, err := rc.apply(ctx, want, false)
 	if dropped := dropUndeclared(want, err); len(dropped) > 0 {
-		e.rememberUndeclared(m, dropped)
-		e.warn("UndeclaredFieldsDropped", fmt.Sprintf("%s (%s): dropped fields its schema does not declare: %s",
-			m.ID(), m.Position(), strings.Join(dropped, ", ")))
+		e.undeclaredFields(m, dropped)
 		live, err = rc.apply(ctx, want, false)
 	}
 	if creating && apierrors.IsInvalid(err) {

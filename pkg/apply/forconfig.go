@@ -17,6 +17,7 @@ import (
 // DELETEs, discovery, a cached discovery RESTMapper, and the ConfigMaps of
 // the delete ledger and the operand cleanups that cfg.Self names.
 func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
+	rc = WithWarnings(rc)
 	if cfg.Dynamic == nil {
 		dyn, err := dynamic.NewForConfig(rc)
 		if err != nil {

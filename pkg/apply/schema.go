@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +85,7 @@ func splitPath(path string) []segment {
 }
 
 // removePath deletes the field at path; list selectors pick the element
-// whose key field equals the value.
+// whose key field equals the value, or, as [N], the element at index N.
 func removePath(obj map[string]interface{}, path []segment) bool {
 	if len(path) == 0 {
 		return false
@@ -105,6 +106,14 @@ func removePath(obj map[string]interface{}, path []segment) bool {
 	list, ok := next.([]interface{})
 	if !ok {
 		return false
+	}
+	if i, err := strconv.Atoi(s.key); err == nil && s.val == "" {
+		// [N]: the element at index N, as field validation names it.
+		if i < 0 || i >= len(list) || len(path) == 1 {
+			return false
+		}
+		m, ok := list[i].(map[string]interface{})
+		return ok && removePath(m, path[1:])
 	}
 	for _, item := range list {
 		m, ok := item.(map[string]interface{})

@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -59,4 +60,38 @@ func TestDropUndeclared(t *testing.T) {
 			t.Fatalf("removed %v", got)
 		}
 	})
+}
+
+func TestRemovePathByIndex(t *testing.T) {
+	obj := map[string]interface{}{"spec": map[string]interface{}{"containers": []interface{}{
+		map[string]interface{}{"name": "a", "bogus": true},
+		map[string]interface{}{"name": "b", "bogus": true},
+	}}}
+	if !removePath(obj, splitPath(".spec.containers[1].bogus")) {
+		t.Fatal("the field of element 1 was not removed")
+	}
+	list := obj["spec"].(map[string]interface{})["containers"].([]interface{})
+	if _, ok := list[1].(map[string]interface{})["bogus"]; ok {
+		t.Error("element 1 keeps the field")
+	}
+	if _, ok := list[0].(map[string]interface{})["bogus"]; !ok {
+		t.Error("element 0 lost its field")
+	}
+	for _, p := range []string{".spec.containers[2].bogus", ".spec.containers[-1].bogus", ".spec.containers[0]"} {
+		if removePath(obj, splitPath(p)) {
+			t.Errorf("%s removed something", p)
+		}
+	}
+}
+
+func TestUnknownFieldWarnings(t *testing.T) {
+	_, w := collectWarnings(context.Background())
+	w.add(`unknown field "spec.jobTemplate.spec.backOffLimit"`)
+	w.add(`duplicate field "metadata.name"`)
+	w.add(`unknown field "spec.template.spec.containers[0].bogus"`)
+	got := w.unknownFields()
+	want := []string{".spec.jobTemplate.spec.backOffLimit", ".spec.template.spec.containers[0].bogus"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("unknown fields %v, want %v", got, want)
+	}
 }

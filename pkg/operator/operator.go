@@ -436,9 +436,10 @@ func (o *Operator) Identity() string { return o.cfg.Identity }
 // ClientConfig copies cfg for the applier's clients. It sets no
 // client-side rate limit unless cfg has one: the apiserver's API Priority
 // and Fairness shares its capacity, and a client limit of 50 requests per
-// second made a 1000-object install 13× slower (docs/benchmarks.md).
+// second made a 1000-object install 13× slower (docs/benchmarks.md). The
+// apiserver's warnings go through apply.WarningHandler.
 func ClientConfig(cfg *rest.Config) *rest.Config {
-	rc := rest.CopyConfig(cfg)
+	rc := apply.WithWarnings(rest.CopyConfig(cfg))
 	if rc.QPS == 0 && rc.RateLimiter == nil {
 		rc.QPS = -1
 	}
