@@ -81,6 +81,18 @@ bench: build cluster-tools
 bench-load:
 	test/cvobench/run.sh
 
+# The real cluster-version-operator, built once into the binary cache from
+# CVO_GIT at CVO_COMMIT (hack/build-cvo.sh); never part of make test.
+.PHONY: cvo bench-cvo
+cvo:
+	@hack/build-cvo.sh
+
+# The CVO and payload-applier side by side on the real payload, each on a
+# fresh control plane with stub operators (test/bench/cvo.go); REPS runs
+# each, default 3. Prints the table; writes no docs.
+bench-cvo: build cluster-tools
+	$(GO) run ./test/bench -cvo "$$(hack/build-cvo.sh)" -reps $(or $(REPS),3)
+
 # One run of each tool at 1000 manifests, for a quick look; writes no docs.
 .PHONY: bench-quick
 bench-quick: build cluster-tools

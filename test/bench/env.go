@@ -41,9 +41,9 @@ type env struct {
 
 // benchUsers are the token users, one per tool, all in system:masters so
 // that API Priority and Fairness treats them alike (exempt).
-var benchUsers = []string{"bench-raw", "bench-payload-applier", "bench-kapp", "bench-kubectl"}
+var benchUsers = []string{"bench-raw", "bench-payload-applier", "bench-kapp", "bench-kubectl", cvoUser}
 
-func startEnv(ctx context.Context, work string) (*env, error) {
+func startEnv(ctx context.Context, work string, keep bool) (*env, error) {
 	var users []cluster.User
 	for _, u := range benchUsers {
 		users = append(users, cluster.User{Name: u, Groups: []string{"system:masters"}})
@@ -52,7 +52,7 @@ func startEnv(ctx context.Context, work string) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: bin, Users: users, TempDir: work})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: bin, Users: users, TempDir: work, KeepDataDir: keep})
 	if err != nil {
 		return nil, err
 	}

@@ -84,6 +84,12 @@ type options struct {
 	// operatorMemoryLimit, when set, runs the operator in a cgroup with
 	// this memory limit, as a container's limit would.
 	operatorMemoryLimit string
+	// cvo, when set, is a cluster-version-operator binary: the bench then
+	// only runs it and payload-applier side by side (cvo.go).
+	cvo string
+	// keepClusters keeps each side-by-side control plane's data
+	// directory (its audit log, its logs).
+	keepClusters bool
 }
 
 func main() {
@@ -112,6 +118,8 @@ func main() {
 		return nil
 	})
 	flag.StringVar(&o.operatorMemoryLimit, "operator-memory-limit", "", "run the measured operator in a cgroup with this memory limit (e.g. 256Mi), as a container's; needs root")
+	flag.BoolVar(&o.keepClusters, "keep-clusters", false, "with -cvo: keep each control plane's data directory, its audit log and logs, under -work")
+	flag.StringVar(&o.cvo, "cvo", "", "a cluster-version-operator binary (make cvo): run only it and payload-applier side by side on the real payload, -reps times each, and print the table")
 	flag.StringVar(&only, "tools", "", "comma-separated tools to run (default all): "+strings.Join(allTools, ","))
 	flag.Parse()
 	if *quick {
@@ -188,7 +196,7 @@ func run(ctx context.Context, o options) error {
 	res := newResults(o)
 
 	var kappBin string
-	if o.wants(toolKapp) {
+	if o.wants(toolKapp) && o.cvo == "" {
 		bin, err := ensureKapp(ctx)
 		if err != nil {
 			return err
@@ -200,7 +208,7 @@ func run(ctx context.Context, o options) error {
 		res.notef("kubectl is not installed: its column is empty.")
 	}
 	cliBin := ""
-	if !o.skipRSS {
+	if !o.skipRSS || o.cvo != "" {
 		cliBin = filepath.Join(work, "payload-applier")
 		logf("building the payload-applier CLI for the RSS measurement")
 		build := exec.CommandContext(ctx, "go", "build", "-o", cliBin, "./cmd/payload-applier")
@@ -210,8 +218,12 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 
+	if o.cvo != "" {
+		o.work = work
+		return sideBySide(ctx, o, cliBin)
+	}
 	logf("starting the local control plane")
-	e, err := startEnv(ctx, work)
+	e, err := startEnv(ctx, work, false)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,437 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/test/cluster"
+)
+
+// The side-by-side run (-cvo): the real cluster-version operator and
+// payload-applier `start`, each on a fresh control plane prepared alike,
+// install the real payload while a stub plays every operator of the
+// payload; the audit log counts each one's requests under its own user.
+
+const (
+	cvoUser = "bench-cvo"
+	// cvoNamespace is where both keep their state, as the CVO's is.
+	cvoNamespace = "openshift-cluster-version"
+	// sideTimeout bounds one operator's install.
+	sideTimeout = 10 * time.Minute
+)
+
+// sideRun is one operator's install of the payload.
+type sideRun struct {
+	Operator string
+	// FirstWrite and Completed are measured from the process's start.
+	FirstWrite, Completed time.Duration
+	// Requests and Writes are the operator's until Completed.
+	Requests, Writes int
+	// Failed counts its requests answered 400 or more, but for reads
+	// answered 404, which both make of objects they are about to create.
+	Failed int
+	// FailedBy counts them by verb, resource and code.
+	FailedBy map[string]int
+	// PeakRSSMiB is the process's VmHWM when Completed was seen.
+	PeakRSSMiB float64
+	Err        string
+}
+
+// sideOperator starts one operator's process against a prepared cluster.
+type sideOperator struct {
+	name string
+	user string
+	// command returns the process to start, writing into work.
+	command func(e *env, rel *payload.Release, work string) (*exec.Cmd, error)
+}
+
+// sideBySide runs each operator reps times, one fresh control plane per
+// run, and prints the table.
+func sideBySide(ctx context.Context, o options, cli string) error {
+	rel, err := loadReal(o.realDir)
+	if err != nil {
+		return err
+	}
+	crds, err := configCRDs()
+	if err != nil {
+		return err
+	}
+	operators := []sideOperator{
+		{name: "cluster-version-operator", user: cvoUser, command: cvoCommand(o.cvo)},
+		{name: "payload-applier", user: "bench-payload-applier", command: applierCommand(cli)},
+	}
+	// -tools picks one of them, to look into it alone.
+	operators = slices.DeleteFunc(operators, func(op sideOperator) bool { return !o.wants(op.name) })
+	var runs []sideRun
+	for rep := 1; rep <= o.reps; rep++ {
+		for _, op := range operators {
+			logf("side by side: %s, run %d of %d", op.name, rep, o.reps)
+			r := runSide(ctx, o, op, rel, crds)
+			if r.Err != "" {
+				logf("%s: %s", op.name, r.Err)
+			}
+			runs = append(runs, r)
+		}
+	}
+	fmt.Print(sideTable(runs, rel))
+	return nil
+}
+
+// runSide starts a control plane, prepares it, runs op until the
+// ClusterVersion says the payload's version Completed, and stops both.
+func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Release, crds []*unstructured.Unstructured) sideRun {
+	r := sideRun{Operator: op.name}
+	work, err := os.MkdirTemp(o.work, "side-")
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	e, err := startEnv(ctx, work, o.keepClusters)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer e.c.Stop()
+	if err := prepareSide(ctx, e, rel, crds); err != nil {
+		r.Err = "prepare: " + err.Error()
+		return r
+	}
+	mark, err := e.c.AuditMark()
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	cmd, err := op.command(e, rel, work)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	logPath := filepath.Join(work, op.name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	defer stopProcess(cmd)
+	versions := operatorVersions(rel)
+	var peak int64
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, sideTimeout, true, func(ctx context.Context) (bool, error) {
+		if hwm, _, _, err := procMemory(cmd.Process.Pid); err == nil {
+			peak = max(peak, hwm)
+		}
+		reportAvailable(ctx, e, versions)
+		return completedOn(ctx, e, rel.Version), nil
+	})
+	r.Completed = time.Since(start)
+	r.PeakRSSMiB = float64(peak) / 1024
+	if err != nil {
+		r.Err = fmt.Sprintf("not Completed within %s (log %s): %v", sideTimeout, logPath, err)
+		return r
+	}
+	events, err := e.c.AuditEventsSince(mark)
+	if err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	r.count(events, op.user, start)
+	return r
+}
+
+// count tallies the user's requests that reached the apiserver before
+// the run Completed.
+func (r *sideRun) count(events []cluster.AuditEvent, user string, start time.Time) {
+	end := start.Add(r.Completed)
+	for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{Stage: cluster.AuditStageResponseComplete, User: user}) {
+		if ev.RequestReceivedTimestamp.After(end) {
+			continue
+		}
+		r.Requests++
+		if code := ev.ResponseStatus; code != nil && code.Code >= 400 && !(code.Code == 404 && !ev.IsWrite()) {
+			r.Failed++
+			if r.FailedBy == nil {
+				r.FailedBy = map[string]int{}
+			}
+			resource := ""
+			if ev.ObjectRef != nil {
+				resource = ev.ObjectRef.Resource
+			}
+			r.FailedBy[fmt.Sprintf("%s %s %d", ev.Verb, resource, code.Code)]++
+		}
+		if !ev.IsWrite() {
+			continue
+		}
+		r.Writes++
+		if at := ev.RequestReceivedTimestamp.Sub(start); r.FirstWrite == 0 || at < r.FirstWrite {
+			r.FirstWrite = at
+		}
+	}
+}
+
+// prepareSide makes the cluster an installer leaves for the CVO: the config
+// CRDs the CVO reads, its namespace, the namespaces that operators outside
+// the payload create, a ClusterVersion with a cluster ID, no channel (a
+// channel would send the CVO to the public update service) and no
+// desiredUpdate (the CVO takes its release from --release-image), and a
+// FeatureGate whose status lists the Default gates for the payload's
+// version, so that both filter the payload alike.
+func prepareSide(ctx context.Context, e *env, rel *payload.Release, crds []*unstructured.Unstructured) error {
+	crdClient := e.dynamic.Resource(payload.CRDGVR)
+	for _, crd := range crds {
+		if _, err := crdClient.Create(ctx, crd.DeepCopy(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
+		}
+	}
+	for _, crd := range crds {
+		if err := waitEstablished(ctx, e, crd.GetName()); err != nil {
+			return err
+		}
+	}
+	e.mapper.Reset()
+	w := releaseWorkload("real", rel)
+	if err := e.createNamespaces(ctx, append([]string{cvoNamespace}, w.namespaces...)); err != nil {
+		return err
+	}
+	cv := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion",
+		"metadata": map[string]interface{}{"name": "version"},
+		"spec":     map[string]interface{}{"clusterID": uuid.NewString()},
+	}}
+	if _, err := e.dynamic.Resource(clusterVersions).Create(ctx, cv, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create ClusterVersion: %w", err)
+	}
+	var enabled []interface{}
+	for _, g := range sets.List(payload.DefaultFeatureGates("self-managed-high-availability")) {
+		enabled = append(enabled, map[string]interface{}{"name": g})
+	}
+	fg := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": "config.openshift.io/v1", "kind": "FeatureGate",
+		"metadata": map[string]interface{}{"name": "cluster"},
+		"spec":     map[string]interface{}{},
+	}}
+	gates := e.dynamic.Resource(schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "featuregates"})
+	created, err := gates.Create(ctx, fg, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("create FeatureGate: %w", err)
+	}
+	_ = unstructured.SetNestedSlice(created.Object, []interface{}{map[string]interface{}{
+		"version": rel.Version, "enabled": enabled, "disabled": []interface{}{}}}, "status", "featureGates")
+	if _, err := gates.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("write the FeatureGate's status: %w", err)
+	}
+	return nil
+}
+
+func waitEstablished(ctx context.Context, e *env, name string) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		crd, err := e.dynamic.Resource(payload.CRDGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			m, _ := c.(map[string]interface{})
+			if m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+}
+
+// configCRDs are the config.openshift.io CRDs the CVO reads, from the
+// pinned openshift/api module: the Default feature set's where a CRD has
+// one per feature set.
+func configCRDs() ([]*unstructured.Unstructured, error) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/openshift/api").Output()
+	if err != nil {
+		return nil, fmt.Errorf("find the openshift/api module: %w", err)
+	}
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "v1", "zz_generated.crd-manifests")
+	var crds []*unstructured.Unstructured
+	for _, name := range []string{
+		"0000_00_cluster-version-operator_01_clusteroperators.crd.yaml",
+		"0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+		"0000_03_config-operator_01_proxies.crd.yaml",
+		"0000_10_config-operator_01_apiservers-Default.crd.yaml",
+		"0000_10_config-operator_01_featuregates.crd.yaml",
+		"0000_10_config-operator_01_infrastructures-Default.crd.yaml",
+	} {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		obj := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &obj.Object); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		crds = append(crds, obj)
+	}
+	return crds, nil
+}
+
+// cvoCommand starts the CVO at bin as the issue's recipe does: the payload
+// through PAYLOAD_OVERRIDE (release-manifests/ and an empty manifests/),
+// no metrics listener, no automatic updates.
+func cvoCommand(bin string) func(e *env, rel *payload.Release, work string) (*exec.Cmd, error) {
+	return func(e *env, rel *payload.Release, work string) (*exec.Cmd, error) {
+		kc, err := e.kubeconfig(cvoUser)
+		if err != nil {
+			return nil, err
+		}
+		override := filepath.Join(work, "payload")
+		if err := os.MkdirAll(filepath.Join(override, "manifests"), 0o755); err != nil {
+			return nil, err
+		}
+		manifests := rel.Dir
+		if st, err := os.Stat(filepath.Join(rel.Dir, "release-manifests")); err == nil && st.IsDir() {
+			manifests = filepath.Join(rel.Dir, "release-manifests")
+		}
+		if err := os.Symlink(manifests, filepath.Join(override, "release-manifests")); err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(bin, "start", "--release-image=registry.example.com/ocp/release:"+rel.Version,
+			"--enable-auto-update=false", "--listen=", "--kubeconfig", kc, "--v=2")
+		cmd.Env = append(os.Environ(), "NODE_NAME=bench", "PAYLOAD_OVERRIDE="+override, "KUBECONFIG="+kc)
+		return cmd, nil
+	}
+}
+
+// applierCommand starts payload-applier's operator on a release store
+// holding the payload.
+func applierCommand(cli string) func(e *env, rel *payload.Release, work string) (*exec.Cmd, error) {
+	return func(e *env, rel *payload.Release, work string) (*exec.Cmd, error) {
+		kc, err := e.kubeconfig("bench-payload-applier")
+		if err != nil {
+			return nil, err
+		}
+		// payload-applier takes its release from spec.desiredUpdate.
+		patch := fmt.Sprintf(`{"spec":{"desiredUpdate":{"version":%q}}}`, rel.Version)
+		if _, err := e.dynamic.Resource(clusterVersions).Patch(context.Background(), "version", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			return nil, err
+		}
+		store := filepath.Join(work, "store")
+		if err := os.MkdirAll(store, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.Symlink(rel.Dir, filepath.Join(store, rel.Version)); err != nil {
+			return nil, err
+		}
+		return exec.Command(cli, "start", "--payloads", store, "--kubeconfig", kc, "--listen", "",
+			"--leader-elect=false", "--namespace", cvoNamespace), nil
+	}
+}
+
+func stopProcess(cmd *exec.Cmd) {
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+}
+
+// reportAvailable plays the operators on e's cluster.
+func reportAvailable(ctx context.Context, e *env, versions map[string][]interface{}) {
+	(&bench{e: e}).reportOperatorsAvailable(ctx, versions)
+}
+
+// completedOn reports whether e's ClusterVersion completed version.
+func completedOn(ctx context.Context, e *env, version string) bool {
+	return completed(ctx, &bench{e: e}, version)
+}
+
+// sideTable is the runs as a markdown table, one row per run.
+func sideTable(runs []sideRun, rel *payload.Release) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nSide by side on %s (%d manifests applied by payload-applier's filters), one fresh control plane per run:\n\n", rel.Version, len(rel.Manifests))
+	b.WriteString("| operator | start → first write | start → Completed | requests | writes | failed requests | peak RSS |\n|---|---|---|---|---|---|---|\n")
+	row := func(name string, r sideRun) {
+		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %d | %d | %d | %.0f MiB |\n", name, r.FirstWrite.Seconds(), r.Completed.Seconds(),
+			r.Requests, r.Writes, r.Failed, r.PeakRSSMiB)
+	}
+	byOperator := map[string][]sideRun{}
+	var order []string
+	for _, r := range runs {
+		if r.Err != "" {
+			fmt.Fprintf(&b, "| %s | failed: %s | | | | | |\n", r.Operator, strings.ReplaceAll(r.Err, "|", "/"))
+			continue
+		}
+		row(r.Operator, r)
+		if byOperator[r.Operator] == nil {
+			order = append(order, r.Operator)
+		}
+		byOperator[r.Operator] = append(byOperator[r.Operator], r)
+	}
+	for _, name := range order {
+		if rs := byOperator[name]; len(rs) > 1 {
+			row(name+", median", medianRun(rs))
+		}
+	}
+	for _, name := range order {
+		failed := map[string]int{}
+		for _, r := range byOperator[name] {
+			for k, n := range r.FailedBy {
+				failed[k] += n
+			}
+		}
+		if len(failed) == 0 {
+			continue
+		}
+		keys := slices.Sorted(maps.Keys(failed))
+		fmt.Fprintf(&b, "\nFailed requests of %s, over its runs:", name)
+		for _, k := range keys {
+			fmt.Fprintf(&b, " %s ×%d;", k, failed[k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// medianRun takes each column's median over runs.
+func medianRun(runs []sideRun) sideRun {
+	med := func(f func(sideRun) float64) float64 {
+		vs := make([]float64, len(runs))
+		for i, r := range runs {
+			vs[i] = f(r)
+		}
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
+	return sideRun{
+		FirstWrite: time.Duration(med(func(r sideRun) float64 { return float64(r.FirstWrite) })),
+		Completed:  time.Duration(med(func(r sideRun) float64 { return float64(r.Completed) })),
+		Requests:   int(med(func(r sideRun) float64 { return float64(r.Requests) })),
+		Writes:     int(med(func(r sideRun) float64 { return float64(r.Writes) })),
+		Failed:     int(med(func(r sideRun) float64 { return float64(r.Failed) })),
+		PeakRSSMiB: med(func(r sideRun) float64 { return r.PeakRSSMiB }),
+	}
+}
