@@ -347,6 +347,7 @@ func applierCommand(cli string) func(e *env, rel *payload.Release, work string) 
 	}
 }
 
+// stopProcess ends cmd: SIGTERM, then SIGKILL after 15 s.
 func stopProcess(cmd *exec.Cmd) {
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})

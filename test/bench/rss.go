@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,17 +85,7 @@ func (b *bench) operatorRSS(ctx context.Context, cli string) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
+	defer stopProcess(cmd)
 	logf("operator started (pid %d); requesting %s", cmd.Process.Pid, rel.Version)
 
 	// The anonymous part (heap, stacks) is sampled, so its peak may miss a

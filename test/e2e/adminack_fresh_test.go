@@ -18,25 +18,7 @@ import (
 // the gates the pass itself wrote, not from those it found.
 func TestApplyReportsTheAdminGateItShips(t *testing.T) {
 	bin, c, ns := newCLITest(t)
-	ctx := context.Background()
-	// apply reads the CVO's own ConfigMaps; the namespaces are shared, so
-	// only the ConfigMaps go at the end.
-	for _, name := range []string{precondition.DefaultAdminGates.Namespace, precondition.DefaultAdminAcks.Namespace} {
-		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, n := range []struct{ ns, name string }{
-			{precondition.DefaultAdminGates.Namespace, precondition.DefaultAdminGates.Name},
-			{precondition.DefaultAdminAcks.Namespace, precondition.DefaultAdminAcks.Name},
-		} {
-			if err := c.kube.CoreV1().ConfigMaps(n.ns).Delete(ctx, n.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Error(err)
-			}
-		}
-	})
+	useAdminConfigMaps(t, c)
 	const gate = "ack-1.0-e2e-fresh"
 	const text = "1.1 drops the demo: read https://example.com/e2e-fresh before you update."
 	release := func(gateValue string) map[string]string {
@@ -74,4 +56,28 @@ func TestApplyReportsTheAdminGateItShips(t *testing.T) {
 		fmt.Sprintf("admin-gates configmap gate %s must contain a non-empty value.", gate))
 	t.Log("1.0.2 gives the gate its text, which no admin has acknowledged")
 	want("1.0.2", apply("1.0.2"), precondition.ReasonAdminAckRequired, text)
+}
+
+// useAdminConfigMaps makes the namespaces of the CVO's admin ConfigMaps,
+// which apply reads, and deletes the ConfigMaps at the end: the
+// namespaces are shared by the tests.
+func useAdminConfigMaps(t *testing.T, c *clients) {
+	t.Helper()
+	ctx := context.Background()
+	for _, name := range []string{precondition.DefaultAdminGates.Namespace, precondition.DefaultAdminAcks.Namespace} {
+		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range []struct{ ns, name string }{
+			{precondition.DefaultAdminGates.Namespace, precondition.DefaultAdminGates.Name},
+			{precondition.DefaultAdminAcks.Namespace, precondition.DefaultAdminAcks.Name},
+		} {
+			if err := c.kube.CoreV1().ConfigMaps(n.ns).Delete(ctx, n.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+	})
 }

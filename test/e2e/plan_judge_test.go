@@ -9,7 +9,6 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -25,26 +24,13 @@ import (
 func TestPlanAndApplyJudgeAlike(t *testing.T) {
 	bin, c, ns := newCLITest(t)
 	ctx := context.Background()
-	for _, name := range []string{precondition.DefaultAdminGates.Namespace, precondition.DefaultAdminAcks.Namespace} {
-		_, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	useAdminConfigMaps(t, c)
 	cc, err := configclient.NewForConfig(testCluster.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
 	operatorName := ns + "-judge"
 	t.Cleanup(func() {
-		for _, n := range []struct{ ns, name string }{
-			{precondition.DefaultAdminGates.Namespace, precondition.DefaultAdminGates.Name},
-			{precondition.DefaultAdminAcks.Namespace, precondition.DefaultAdminAcks.Name},
-		} {
-			if err := c.kube.CoreV1().ConfigMaps(n.ns).Delete(ctx, n.name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Error(err)
-			}
-		}
 		if err := cc.ConfigV1().ClusterOperators().Delete(ctx, operatorName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
