@@ -74,7 +74,7 @@ func TestCreatesArePOSTs(t *testing.T) {
 		t.Fatalf("%d writes, want one create", len(*writes))
 	}
 	// The fake drops CreateOptions: the e2e test reads the field manager and
-	// the strict validation from the apiserver's audit log.
+	// the field validation from the apiserver's audit log.
 	if _, ok := (*writes)[0].(clienttesting.CreateActionImpl); !ok {
 		t.Fatalf("write was %s, want a create", (*writes)[0].GetVerb())
 	}

@@ -140,8 +140,8 @@ func TestAFieldALaterManifestDropsIsRemoved(t *testing.T) {
 	writes := applierWrites(t, mark)
 	if len(writes) != 1 || writes[0].Verb != "create" ||
 		!strings.Contains(writes[0].RequestURI, "fieldManager="+apply.FieldManager) ||
-		!strings.Contains(writes[0].RequestURI, "fieldValidation=Strict") {
-		t.Fatalf("install wrote %v, want one create by %s with strict validation", writes, apply.FieldManager)
+		!strings.Contains(writes[0].RequestURI, "fieldValidation=Warn") {
+		t.Fatalf("install wrote %v, want one create by %s letting the server drop undeclared fields", writes, apply.FieldManager)
 	}
 
 	v2 := load(t, writePayload(t, "1.0.1", map[string]string{
