@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -103,8 +104,27 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 // and they are reported and left out of the later applies, which would
 // refuse them. A manifest the POST still rejects goes through write.
 func (e *Engine) create(ctx context.Context, m *payload.Manifest, rc resourceClient, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	gvk := want.GroupVersionKind()
+	if e.createsTyped(gvk) {
+		if created, typed, err := e.createTyped(ctx, rc, want); typed {
+			return created, err
+		}
+	}
 	wctx, warned := collectWarnings(ctx)
 	created, err := rc.ri.Create(wctx, want, metav1.CreateOptions{FieldManager: FieldManager, FieldValidation: metav1.FieldValidationWarn})
+	if apierrors.IsInvalid(err) {
+		// A field the Go type always sends is required (an empty spec, an
+		// explicit null), which an apply cannot send either: create
+		// through the type, as the CVO does, and so the kind from now on.
+		if created, typed, terr := e.createTyped(ctx, rc, want); typed {
+			if terr != nil {
+				// The manifest as written is what to fix.
+				return nil, err
+			}
+			e.rememberTypedCreate(gvk)
+			return created, nil
+		}
+	}
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return e.write(ctx, m, rc, want, true)
 	}
@@ -112,6 +132,18 @@ func (e *Engine) create(ctx context.Context, m *payload.Manifest, rc resourceCli
 		e.undeclaredFields(m, dropped)
 	}
 	return created, err
+}
+
+func (e *Engine) createsTyped(gvk schema.GroupVersionKind) bool {
+	e.appliedMu.Lock()
+	defer e.appliedMu.Unlock()
+	return e.typedCreates[gvk]
+}
+
+func (e *Engine) rememberTypedCreate(gvk schema.GroupVersionKind) {
+	e.appliedMu.Lock()
+	defer e.appliedMu.Unlock()
+	e.typedCreates[gvk] = true
 }
 
 // undeclaredFields reports fields of m that its schema does not declare,

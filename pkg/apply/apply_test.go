@@ -3,14 +3,17 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -133,5 +136,46 @@ func TestTheFirstChangeAfterACreateAdoptsItsFieldsForApply(t *testing.T) {
 	}
 	if len(b) != 1 || b[0] != string(types.ApplyPatchType) {
 		t.Errorf("writes to an object already applied: %v, want the apply alone", b)
+	}
+}
+
+// TestAKindTheServerRefusesAsWrittenIsCreatedThroughItsType: the schema of
+// SecurityContextConstraints requires fields that may be null, which a
+// manifest may leave out and the Go type always sends. The first such
+// create is refused and made through the type; the next of the kind goes
+// through the type at once.
+func TestAKindTheServerRefusesAsWrittenIsCreatedThroughItsType(t *testing.T) {
+	sccs := schema.GroupVersionResource{Group: "security.openshift.io", Version: "v1", Resource: "securitycontextconstraints"}
+	rm := meta.NewDefaultRESTMapper(nil)
+	gvk := schema.GroupVersionKind{Group: "security.openshift.io", Version: "v1", Kind: "SecurityContextConstraints"}
+	rm.AddSpecific(gvk, sccs, sccs, meta.RESTScopeRoot)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{sccs: "SecurityContextConstraintsList"})
+	var creates []string
+	dyn.PrependReactor("create", "securitycontextconstraints", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj := a.(clienttesting.CreateActionImpl).GetObject().(*unstructured.Unstructured)
+		if _, ok := obj.Object["priority"]; !ok {
+			creates = append(creates, obj.GetName()+" refused")
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "security.openshift.io", Kind: "SecurityContextConstraints"}, obj.GetName(),
+				field.ErrorList{field.Required(field.NewPath("priority"), "")})
+		}
+		creates = append(creates, obj.GetName()+" typed")
+		return false, nil, nil
+	})
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scc := func(name string) string {
+		return "apiVersion: security.openshift.io/v1\nkind: SecurityContextConstraints\nmetadata:\n  name: " + name +
+			"\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n" +
+			"allowPrivilegedContainer: false\nrunAsUser:\n  type: MustRunAsRange\n"
+	}
+	rel := planRelease(t, planDoc{"0000_50_a_01_one.yaml", scc("one")}, planDoc{"0000_50_a_02_two.yaml", scc("two")})
+	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeInstall, StrictOrder: true})
+	if err != nil || !res.Complete() {
+		t.Fatalf("sync: %v %v", err, res.Errors)
+	}
+	if !reflect.DeepEqual(creates, []string{"one refused", "one typed", "two typed"}) {
+		t.Errorf("creates %v, want one refused then typed, and two typed at once", creates)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -97,6 +98,10 @@ type Engine struct {
 	applied   map[payload.ObjectID]appliedState
 	// undeclared holds, per object, manifest fields its schema rejects.
 	undeclared map[payload.ObjectID][]string
+	// typedCreates are the kinds whose manifests the server refused to
+	// create as they stand, and created through their Go type: the next
+	// object of the kind is created that way at once.
+	typedCreates map[schema.GroupVersionKind]bool
 
 	// stuckReported keeps Events about stuck deletes to one per object.
 	stuckMu       sync.Mutex
@@ -147,6 +152,7 @@ func New(cfg Config) (*Engine, error) {
 		onDelete:      cfg.OnDelete,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
+		typedCreates:  map[schema.GroupVersionKind]bool{},
 		stuckReported: map[payload.ObjectID]bool{},
 	}, nil
 }
