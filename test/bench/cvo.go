@@ -53,7 +53,10 @@ type sideRun struct {
 	FailedBy map[string]int
 	// PeakRSSMiB is the process's VmHWM when Completed was seen.
 	PeakRSSMiB float64
-	Err        string
+	// IdleRequests and IdleWrites are per minute over the idle window
+	// after Completed; zero without one.
+	IdleRequests, IdleWrites float64
+	Err                      string
 }
 
 // sideOperator starts one operator's process against a prepared cluster.
@@ -154,13 +157,43 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 		r.Err = fmt.Sprintf("not Completed within %s (log %s): %v", sideTimeout, logPath, err)
 		return r
 	}
+	idleFrom := time.Now()
+	if o.idle > 0 {
+		logf("%s: idle for %s", op.name, o.idle)
+		// The stub keeps playing the operators, as they keep reporting.
+		_ = wait.PollUntilContextTimeout(ctx, time.Second, o.idle, true, func(ctx context.Context) (bool, error) {
+			reportAvailable(ctx, e, versions)
+			return false, nil
+		})
+	}
 	events, err := e.c.AuditEventsSince(mark)
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
 	r.count(events, op.user, start)
+	if o.idle > 0 {
+		r.countIdle(events, op.user, idleFrom, o.idle)
+	}
 	return r
+}
+
+// countIdle sets the user's requests and writes per minute in the window
+// of length d from from.
+func (r *sideRun) countIdle(events []cluster.AuditEvent, user string, from time.Time, d time.Duration) {
+	var requests, writes int
+	for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{Stage: cluster.AuditStageResponseComplete, User: user}) {
+		at := ev.RequestReceivedTimestamp
+		if at.Before(from) || at.After(from.Add(d)) {
+			continue
+		}
+		requests++
+		if ev.IsWrite() {
+			writes++
+		}
+	}
+	r.IdleRequests = float64(requests) / d.Minutes()
+	r.IdleWrites = float64(writes) / d.Minutes()
 }
 
 // count tallies the user's requests that reached the apiserver before
@@ -374,16 +407,16 @@ func completedOn(ctx context.Context, e *env, version string) bool {
 func sideTable(runs []sideRun, rel *payload.Release) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nSide by side on %s (%d manifests applied by payload-applier's filters), one fresh control plane per run:\n\n", rel.Version, len(rel.Manifests))
-	b.WriteString("| operator | start → first write | start → Completed | requests | writes | failed requests | peak RSS |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| operator | start → first write | start → Completed | requests | writes | failed requests | peak RSS | idle requests/min | idle writes/min |\n|---|---|---|---|---|---|---|---|---|\n")
 	row := func(name string, r sideRun) {
-		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %d | %d | %d | %.0f MiB |\n", name, r.FirstWrite.Seconds(), r.Completed.Seconds(),
-			r.Requests, r.Writes, r.Failed, r.PeakRSSMiB)
+		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %d | %d | %d | %.0f MiB | %.1f | %.1f |\n", name, r.FirstWrite.Seconds(), r.Completed.Seconds(),
+			r.Requests, r.Writes, r.Failed, r.PeakRSSMiB, r.IdleRequests, r.IdleWrites)
 	}
 	byOperator := map[string][]sideRun{}
 	var order []string
 	for _, r := range runs {
 		if r.Err != "" {
-			fmt.Fprintf(&b, "| %s | failed: %s | | | | | |\n", r.Operator, strings.ReplaceAll(r.Err, "|", "/"))
+			fmt.Fprintf(&b, "| %s | failed: %s | | | | | | | |\n", r.Operator, strings.ReplaceAll(r.Err, "|", "/"))
 			continue
 		}
 		row(r.Operator, r)
@@ -428,11 +461,13 @@ func medianRun(runs []sideRun) sideRun {
 		return vs[len(vs)/2]
 	}
 	return sideRun{
-		FirstWrite: time.Duration(med(func(r sideRun) float64 { return float64(r.FirstWrite) })),
-		Completed:  time.Duration(med(func(r sideRun) float64 { return float64(r.Completed) })),
-		Requests:   int(med(func(r sideRun) float64 { return float64(r.Requests) })),
-		Writes:     int(med(func(r sideRun) float64 { return float64(r.Writes) })),
-		Failed:     int(med(func(r sideRun) float64 { return float64(r.Failed) })),
-		PeakRSSMiB: med(func(r sideRun) float64 { return r.PeakRSSMiB }),
+		FirstWrite:   time.Duration(med(func(r sideRun) float64 { return float64(r.FirstWrite) })),
+		Completed:    time.Duration(med(func(r sideRun) float64 { return float64(r.Completed) })),
+		Requests:     int(med(func(r sideRun) float64 { return float64(r.Requests) })),
+		Writes:       int(med(func(r sideRun) float64 { return float64(r.Writes) })),
+		Failed:       int(med(func(r sideRun) float64 { return float64(r.Failed) })),
+		PeakRSSMiB:   med(func(r sideRun) float64 { return r.PeakRSSMiB }),
+		IdleRequests: med(func(r sideRun) float64 { return r.IdleRequests }),
+		IdleWrites:   med(func(r sideRun) float64 { return r.IdleWrites }),
 	}
 }

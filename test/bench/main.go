@@ -87,6 +87,9 @@ type options struct {
 	// cvo, when set, is a cluster-version-operator binary: the bench then
 	// only runs it and payload-applier side by side (cvo.go).
 	cvo string
+	// idle is how long the side-by-side run watches each operator once it
+	// completed, counting its requests and writes per minute.
+	idle time.Duration
 	// keepClusters keeps each side-by-side control plane's data
 	// directory (its audit log, its logs).
 	keepClusters bool
@@ -118,6 +121,7 @@ func main() {
 		return nil
 	})
 	flag.StringVar(&o.operatorMemoryLimit, "operator-memory-limit", "", "run the measured operator in a cgroup with this memory limit (e.g. 256Mi), as a container's; needs root")
+	flag.DurationVar(&o.idle, "idle", 0, "with -cvo: after each operator completed, count its requests and writes per minute over this long (the goal's window is 10m)")
 	flag.BoolVar(&o.keepClusters, "keep-clusters", false, "with -cvo: keep each control plane's data directory, its audit log and logs, under -work")
 	flag.StringVar(&o.cvo, "cvo", "", "a cluster-version-operator binary (make cvo): run only it and payload-applier side by side on the real payload, -reps times each, and print the table")
 	flag.StringVar(&only, "tools", "", "comma-separated tools to run (default all): "+strings.Join(allTools, ","))
