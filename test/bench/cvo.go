@@ -375,8 +375,9 @@ func applierCommand(cli string) func(e *env, rel *payload.Release, work string) 
 		if err := os.Symlink(rel.Dir, filepath.Join(store, rel.Version)); err != nil {
 			return nil, err
 		}
+		// Leader election on, as the CVO's: its Lease renewals are writes.
 		return exec.Command(cli, "start", "--payloads", store, "--kubeconfig", kc, "--listen", "",
-			"--leader-elect=false", "--namespace", cvoNamespace), nil
+			"--namespace", cvoNamespace), nil
 	}
 }
 
