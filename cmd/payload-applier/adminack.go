@@ -9,7 +9,6 @@ import (
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
 
@@ -90,13 +89,9 @@ func writeAdminAcks(w io.Writer, a planAdminAcks) {
 	}
 }
 
-// clusterAdminAcks reads the admin gates of the cluster cfg names, for a
-// plan in mode of target.
-func clusterAdminAcks(ctx context.Context, cfg *rest.Config, cc configclient.Interface, mode graph.Mode, target string) (planAdminAcks, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return planAdminAcks{}, err
-	}
+// clusterAdminAcks reads the admin gates of the cluster, for a plan in
+// mode of target.
+func clusterAdminAcks(ctx context.Context, kube kubernetes.Interface, cc configclient.Interface, mode graph.Mode, target string) (planAdminAcks, error) {
 	cv, err := readClusterVersion(ctx, cc)
 	if err != nil || cv == nil {
 		// judgeUpdate reported what matters; without one, no gate applies.

@@ -291,7 +291,7 @@ func (o *planOptions) planLive(ctx context.Context, cfg *rest.Config, rel *paylo
 	if err != nil {
 		return nil, planAcceptance{}, planCapabilities{}, err
 	}
-	acceptance.AdminAcks, err = clusterAdminAcks(ctx, cfg, cc, opts.Mode, rel.Version)
+	acceptance.AdminAcks, err = clusterAdminAcks(ctx, kube, cc, opts.Mode, rel.Version)
 	return plan, acceptance, caps, err
 }
 

@@ -60,6 +60,12 @@ type Verdict struct {
 	Message string
 }
 
+// AlreadyTarget says whether version is the release cv already works
+// towards, once a pass began: it is not judged again.
+func AlreadyTarget(cv *configv1.ClusterVersion, version string) bool {
+	return cv.Status.Desired.Version == version && len(cv.Status.History) > 0
+}
+
 // Judge decides whether the operator accepts the target t on the cluster
 // cv, whose status carries the Upgradeable condition to judge by. It is
 // the one acceptance rule: the operator follows it before it adopts a
@@ -75,7 +81,7 @@ func Judge(cv *configv1.ClusterVersion, t TargetObservation) Verdict {
 	switch {
 	case cv == nil:
 		return Verdict{NotChecked: "the cluster has no ClusterVersion, so applying the payload installs it"}
-	case cv.Status.Desired.Version == t.Version && len(cv.Status.History) > 0:
+	case AlreadyTarget(cv, t.Version):
 		return Verdict{NotChecked: fmt.Sprintf("%s is already the cluster's target", t.Version)}
 	}
 	v := Verdict{Checked: true, Current: precondition.LastCompletedVersion(cv.Status.History), Force: t.Force}

@@ -156,7 +156,7 @@ func (b *observer) adminConfigMaps(ctx context.Context, rel *payload.Release) (g
 // cv: the ledger's carried deletes, the CRD checks and acceptRisks.
 func (b *observer) targetChecks(ctx context.Context, cv *configv1.ClusterVersion, rel *payload.Release, force bool, deprecated map[string]string) (clusterversion.TargetObservation, *apply.CRDChecks) {
 	t := clusterversion.TargetObservation{Version: rel.Version, Release: rel, Force: force, Deprecated: deprecated}
-	if cv.Status.Desired.Version == rel.Version && len(cv.Status.History) > 0 {
+	if clusterversion.AlreadyTarget(cv, rel.Version) {
 		// Not judged again: nothing to read.
 		return t, nil
 	}

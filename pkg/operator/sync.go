@@ -177,7 +177,7 @@ func (o *Operator) observeBefore(ctx context.Context, cv *configv1.ClusterVersio
 	out.LedgerErr, out.CleanupErr = obs.Deletes.LedgerErr, obs.Deletes.CleanupErr
 	// Only a target Judge checks needs Upgradeable before the walk; the
 	// pass observes it once more after the walk either way.
-	if out.Target == "" || out.Target != cv.Status.Desired.Version || len(cv.Status.History) == 0 {
+	if out.Target == "" || !clusterversion.AlreadyTarget(cv, out.Target) {
 		up := o.observe.upgradeable(ctx, cv)
 		obs.Upgradeable = &up
 		setUpgradeable(cv, obs, out, now)
