@@ -41,8 +41,11 @@ type applyOptions struct {
 	ignoreLease bool
 	registry    registryFlags
 	inclusion   inclusionFlags
+	rate        budgetFlags
 	// load are the inclusion filters, read from inclusion by run.
 	load *payload.LoadOptions
+	// budget is read from rate by run.
+	budget apply.Budget
 }
 
 func newApplyCommand() *cobra.Command { return (&applyOptions{}).command() }
@@ -90,6 +93,10 @@ it and records the risk in the history (verified: false, and the reason
 in acceptedRisks). An install is not verified, as in the CVO. A
 directory is not verified either.
 
+Apply sets no client-side limit on its requests to the apiserver;
+--kube-api-qps and --install-kube-api-qps set the ones 'start' takes by
+default, the CVO's.
+
 Exit codes: 0 every task applied (deletes may still be pending); 1 task
 failures, a delete the safety gate refused, or a delete ledger that cannot
 be read (applies still run; no delete does); 2 invalid input or payload, or
@@ -118,6 +125,9 @@ refused, the release the cluster runs is reconciled instead.`,
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", apply.DefaultStuckAfter, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", apply.DefaultStuckAfter, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	o.inclusion.add(cmd)
+	// A one-shot run an admin waits for: no limit unless asked, where
+	// 'start' takes the CVO's.
+	o.rate.add(cmd, apply.Budget{})
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -139,6 +149,9 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
 	}
 	var err error
+	if o.budget, err = o.rate.budget(); err != nil {
+		return withExitCode(exitUsage, err)
+	}
 	if o.load, err = o.inclusion.loadOptions(cmd.Context()); err != nil {
 		return withExitCode(exitUsage, err)
 	}
@@ -227,6 +240,7 @@ func (o *applyOptions) operatorConfig(src *applySource) operator.Config {
 		UpdateGraphTimeout: o.graphWait,
 
 		OperandCleanupStallAfter: o.stallAfter,
+		Budget:                   o.budget,
 	}
 }
 

@@ -70,3 +70,28 @@ func checkOutput(value string, allowed ...string) error {
 	}
 	return withExitCode(exitUsage, fmt.Errorf("--output must be one of %v, not %q", allowed, value))
 }
+
+// budgetFlags set the client-side request rate (apply.Budget): one for a
+// pass that installs, one for the rest.
+type budgetFlags struct {
+	steady, install apply.Rate
+}
+
+// add registers the flags with def's values as defaults.
+func (f *budgetFlags) add(cmd *cobra.Command, def apply.Budget) {
+	cmd.Flags().Float32Var(&f.steady.QPS, "kube-api-qps", def.Steady.QPS, "client-side requests per second to the apiserver while updating or reconciling; 0 sets no limit")
+	cmd.Flags().IntVar(&f.steady.Burst, "kube-api-burst", def.Steady.Burst, "requests sent at once, beyond --kube-api-qps, while updating or reconciling")
+	cmd.Flags().Float32Var(&f.install.QPS, "install-kube-api-qps", def.Install.QPS, "client-side requests per second to the apiserver while installing; 0 sets no limit")
+	cmd.Flags().IntVar(&f.install.Burst, "install-kube-api-burst", def.Install.Burst, "requests sent at once, beyond --install-kube-api-qps, while installing")
+}
+
+func (f *budgetFlags) budget() (apply.Budget, error) {
+	b := apply.Budget{Install: f.install, Steady: f.steady}
+	if err := f.steady.Validate(); err != nil {
+		return b, fmt.Errorf("--kube-api-qps/--kube-api-burst: %w", err)
+	}
+	if err := f.install.Validate(); err != nil {
+		return b, fmt.Errorf("--install-kube-api-qps/--install-kube-api-burst: %w", err)
+	}
+	return b, nil
+}

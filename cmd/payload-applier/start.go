@@ -44,6 +44,7 @@ type startOptions struct {
 	tlsKey      string
 	inclusion   inclusionFlags
 	prometheus  prometheusFlags
+	rate        budgetFlags
 }
 
 func newStartCommand() *cobra.Command { return (&startOptions{}).command() }
@@ -78,7 +79,13 @@ every pass and watched; a new feature set restarts the sync. Without a
 FeatureGate, the Default feature set and its gates apply.
 
 Conditional updates' PromQL risks are queried at --prometheus-url, each
-query at most once an hour and at most one query a second.`,
+query at most once an hour and at most one query a second.
+
+Requests to the apiserver are limited as the CVO limits its own: 40 per
+second (burst 80) while installing, 20 per second (burst 40) otherwise,
+for the applies and deletes, and the operator's own reads and writes at
+the latter rate in a bucket of their own; --kube-api-qps 0 and
+--install-kube-api-qps 0 lift them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd) },
 	}
@@ -98,6 +105,7 @@ query at most once an hour and at most one query a second.`,
 	addStrictOrder(cmd, &o.strictOrder)
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", apply.DefaultStuckAfter, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
 	o.inclusion.add(cmd)
+	o.rate.add(cmd, apply.CVOBudget)
 	o.prometheus.add(cmd)
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", apply.DefaultStuckAfter, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	return cmd
@@ -125,6 +133,10 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	}
 	if o.stallAfter <= 0 {
 		return withExitCode(exitUsage, fmt.Errorf("--operand-cleanup-stall-after must be positive, not %s", o.stallAfter))
+	}
+	budget, err := o.rate.budget()
+	if err != nil {
+		return withExitCode(exitUsage, err)
 	}
 	if soft := setMemoryLimitFromCgroup(os.DirFS("/")); soft > 0 {
 		klog.FromContext(cmd.Context()).Info("Go memory limit set below the container's", "GOMEMLIMIT", soft)
@@ -165,6 +177,7 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		RiskConditions:           risks,
 		OperandCleanupStallAfter: o.stallAfter,
 		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
+		Budget:                   budget,
 	})
 	if err != nil {
 		return withExitCode(exitUsage, err)

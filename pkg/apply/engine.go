@@ -74,6 +74,12 @@ type Config struct {
 	// OnDelete, when set, is told of every delete transition the ledger
 	// records, in passes and between them, for metrics. It must not block.
 	OnDelete func(deletion.Transition, deletion.Record)
+	// Budget limits the requests of the clients NewForConfig builds, by
+	// the mode of the pass; zero leaves the rest.Config's limit.
+	Budget Budget
+
+	// limiter is the Budget's, set by NewForConfig in the clients it builds.
+	limiter *budgetLimiter
 }
 
 // Engine applies releases. It is safe for one Sync at a time; Deletes may be
@@ -90,6 +96,8 @@ type Engine struct {
 	eventObj  runtime.Object
 	clock     clock.Clock
 	onDelete  func(deletion.Transition, deletion.Record)
+	budget    Budget
+	limiter   *budgetLimiter
 
 	// applied remembers, per object, the manifest hash and the
 	// resourceVersion our last write produced, so a resync can skip the
@@ -150,6 +158,8 @@ func New(cfg Config) (*Engine, error) {
 		eventObj:      cfg.EventObject,
 		clock:         cfg.Clock,
 		onDelete:      cfg.OnDelete,
+		budget:        cfg.Budget,
+		limiter:       cfg.limiter,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
 		typedCreates:  map[schema.GroupVersionKind]bool{},
@@ -250,6 +260,9 @@ func tasksFor(rel *payload.Release, waves *payload.WaveRule) []*graph.Task {
 // task failures are in the result.
 func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOptions) (*SyncResult, error) {
 	opts.setDefaults()
+	if e.limiter != nil {
+		e.limiter.set(e.budget.For(opts.Mode))
+	}
 	ledgerErr := e.ledger.Load(ctx)
 	var unreadable *deletion.UnreadableError
 	if ledgerErr != nil && !errors.As(ledgerErr, &unreadable) {

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"fmt"
+
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -15,9 +17,17 @@ import (
 // NewForConfig builds an Engine on the cluster rc points at, filling what
 // cfg leaves unset: the dynamic client, the REST client that sends
 // DELETEs, discovery, a cached discovery RESTMapper, and the ConfigMaps of
-// the delete ledger and the operand cleanups that cfg.Self names.
+// the delete ledger and the operand cleanups that cfg.Self names. The
+// clients it builds send their requests within cfg.Budget; a client cfg
+// gives keeps its own limit.
 func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
-	rc = WithWarnings(rc)
+	if err := cfg.Budget.Validate(); err != nil {
+		return nil, fmt.Errorf("apply engine: budget: %w", err)
+	}
+	if !cfg.Budget.Unlimited() {
+		cfg.limiter = newBudgetLimiter(cfg.Budget.Steady)
+	}
+	rc = withBudget(WithWarnings(rc), cfg.limiter)
 	if cfg.Dynamic == nil {
 		dyn, err := dynamic.NewForConfig(rc)
 		if err != nil {

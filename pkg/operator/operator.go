@@ -22,6 +22,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
@@ -87,6 +88,11 @@ type Config struct {
 	FeatureGateName string
 	// Sync tunes each pass; Mode and Attempt are set by the operator.
 	Sync apply.SyncOptions
+	// Budget is the client-side request rate of the clients NewForConfig
+	// builds: the engine's by the mode of its pass, and the operator's own
+	// (observations, status, Lease, Events) at Budget.Steady in a bucket of
+	// their own. Zero sets no limit.
+	Budget apply.Budget
 	// Metrics, when set, is where the operator's metrics are registered.
 	// Delete transitions reach them through the engine's
 	// apply.Config.OnDelete set to Metrics.CountDelete, which NewForConfig
@@ -265,28 +271,39 @@ func New(cfg Config) (*Operator, error) {
 }
 
 // NewForConfig builds the clients cfg leaves unset on the cluster rc points
-// at, with no client-side rate limit (see ClientConfig), and returns the
-// Operator: Events go through a broadcaster that StartEvents connects, and
-// the engine keeps its delete ledger in cfg.Namespace.
+// at, within cfg.Budget, and returns the Operator: Events go through a
+// broadcaster that StartEvents connects, and the engine keeps its delete
+// ledger in cfg.Namespace.
 func NewForConfig(rc *rest.Config, cfg Config) (*Operator, error) {
 	if rc == nil {
 		return nil, errors.New("operator: a rest.Config is required")
 	}
+	if err := cfg.Budget.Validate(); err != nil {
+		return nil, fmt.Errorf("operator: budget: %w", err)
+	}
 	cfg.setDefaults()
 	rc = ClientConfig(rc)
+	own := rc
+	if r := cfg.Budget.Steady; !r.Unlimited() {
+		own = rest.CopyConfig(rc)
+		own.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(r.QPS, r.Burst)
+	}
 	var err error
 	if cfg.KubeClient == nil {
-		if cfg.KubeClient, err = kubernetes.NewForConfig(rc); err != nil {
+		if cfg.KubeClient, err = kubernetes.NewForConfig(own); err != nil {
 			return nil, err
 		}
 	}
 	if cfg.ConfigClient == nil {
-		if cfg.ConfigClient, err = configclient.NewForConfig(rc); err != nil {
+		if cfg.ConfigClient, err = configclient.NewForConfig(own); err != nil {
 			return nil, err
 		}
 	}
+	// The engine builds its own unless given one, so that its requests
+	// take its budget.
+	engineDynamic := cfg.DynamicClient
 	if cfg.DynamicClient == nil {
-		if cfg.DynamicClient, err = dynamic.NewForConfig(rc); err != nil {
+		if cfg.DynamicClient, err = dynamic.NewForConfig(own); err != nil {
 			return nil, err
 		}
 	}
@@ -298,7 +315,8 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Operator, error) {
 		self := apply.DefaultSelf()
 		self.Namespace = cfg.Namespace
 		cfg.Engine, err = apply.NewForConfig(rc, apply.Config{
-			Dynamic:     cfg.DynamicClient,
+			Dynamic:     engineDynamic,
+			Budget:      cfg.Budget,
 			Self:        self,
 			Recorder:    cfg.Recorder,
 			EventObject: cfg.eventObject(),
@@ -434,10 +452,10 @@ func retryDelay(interval time.Duration, failures int) time.Duration {
 func (o *Operator) Identity() string { return o.cfg.Identity }
 
 // ClientConfig copies cfg for the applier's clients. It sets no
-// client-side rate limit unless cfg has one: the apiserver's API Priority
-// and Fairness shares its capacity, and a client limit of 50 requests per
-// second made a 1000-object install 13× slower (docs/benchmarks.md). The
-// apiserver's warnings go through apply.WarningHandler.
+// client-side rate limit unless cfg has one, leaving the apiserver's
+// capacity to API Priority and Fairness; Config.Budget sets one per client
+// (docs/benchmarks.md measures both). The apiserver's warnings go through
+// apply.WarningHandler.
 func ClientConfig(cfg *rest.Config) *rest.Config {
 	rc := apply.WithWarnings(rest.CopyConfig(cfg))
 	if rc.QPS == 0 && rc.RateLimiter == nil {

@@ -80,7 +80,9 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 	}
 	operators := []sideOperator{
 		{name: "cluster-version-operator", user: cvoUser, command: cvoCommand(o.cvo)},
+		// At the CVO's client budget, start's default, and without one.
 		{name: "payload-applier", user: "bench-payload-applier", command: applierCommand(cli)},
+		{name: "payload-applier-unlimited", user: "bench-payload-applier", command: applierCommand(cli, "--kube-api-qps", "0", "--install-kube-api-qps", "0")},
 	}
 	// -tools picks one of them, to look into it alone.
 	operators = slices.DeleteFunc(operators, func(op sideOperator) bool { return !o.wants(op.name) })
@@ -356,8 +358,8 @@ func cvoCommand(bin string) func(e *env, rel *payload.Release, work string) (*ex
 }
 
 // applierCommand starts payload-applier's operator on a release store
-// holding the payload.
-func applierCommand(cli string) func(e *env, rel *payload.Release, work string) (*exec.Cmd, error) {
+// holding the payload, with flags added.
+func applierCommand(cli string, flags ...string) func(e *env, rel *payload.Release, work string) (*exec.Cmd, error) {
 	return func(e *env, rel *payload.Release, work string) (*exec.Cmd, error) {
 		kc, err := e.kubeconfig("bench-payload-applier")
 		if err != nil {
@@ -376,8 +378,8 @@ func applierCommand(cli string) func(e *env, rel *payload.Release, work string) 
 			return nil, err
 		}
 		// Leader election on, as the CVO's: its Lease renewals are writes.
-		return exec.Command(cli, "start", "--payloads", store, "--kubeconfig", kc, "--listen", "",
-			"--namespace", cvoNamespace), nil
+		return exec.Command(cli, append([]string{"start", "--payloads", store, "--kubeconfig", kc, "--listen", "",
+			"--namespace", cvoNamespace}, flags...)...), nil
 	}
 }
 
