@@ -281,7 +281,7 @@ func (p *pass) awaitEstablished(ctx context.Context, m *payload.Manifest, rc res
 			return err == nil && obj != nil && established(obj), nil
 		})
 	}
-	if h.Healthy() {
+	if h.Healthy() && !p.e.mapper.learn(live) {
 		p.e.mapper.invalidate()
 	}
 	return live, h

@@ -39,10 +39,8 @@ func (e *Engine) resolve(gvk schema.GroupVersionKind, namespace string, refresh 
 	switch {
 	case refresh:
 		mapping, err = e.mapper.mapping(gvk)
-	case gvk.Version == "":
-		mapping, err = e.mapper.m.RESTMapping(gvk.GroupKind())
 	default:
-		mapping, err = e.mapper.m.RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err = e.mapper.known(gvk.GroupKind(), gvk.Version)
 	}
 	if err != nil {
 		return resourceClient{}, err

@@ -263,6 +263,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	if e.limiter != nil {
 		e.limiter.set(e.budget.For(opts.Mode))
 	}
+	e.mapper.forget()
 	ledgerErr := e.ledger.Load(ctx)
 	var unreadable *deletion.UnreadableError
 	if ledgerErr != nil && !errors.As(ledgerErr, &unreadable) {

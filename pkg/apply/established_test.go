@@ -102,6 +102,9 @@ func TestANewCRDIsWatchedUntilEstablished(t *testing.T) {
 	if got := requests(); got["watch"] != 1 || got["get"] != 0 {
 		t.Errorf("requests %v, want one watch and no read", got)
 	}
+	if _, err := p.e.mapper.known(schema.GroupKind{Group: "example.com", Kind: "Widget"}, "v1"); err != nil {
+		t.Errorf("the CRD's kind does not resolve: %v", err)
+	}
 }
 
 func TestANewCRDIsReadWhenTheWatchIsRefused(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 )
@@ -23,6 +24,10 @@ type mapper struct {
 	// stale is set when a CRD became Established: the next miss refreshes
 	// discovery even inside the throttle window.
 	stale bool
+	// learned maps the kinds of CRDs this pass saw Established, read from
+	// the CRDs themselves, so that their custom resources resolve without
+	// a discovery round trip per CRD; a refresh or the next pass drops them.
+	learned map[schema.GroupVersionKind]*meta.RESTMapping
 }
 
 func newMapper(m meta.ResettableRESTMapper, c clock.Clock) *mapper {
@@ -31,12 +36,99 @@ func newMapper(m meta.ResettableRESTMapper, c clock.Clock) *mapper {
 
 // mapping resolves gvk, refreshing discovery once when the kind is unknown.
 func (m *mapper) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
-	mapping, err := m.m.RESTMapping(gvk.GroupKind(), gvk.Version)
+	mapping, err := m.known(gvk.GroupKind(), gvk.Version)
 	if err == nil || !meta.IsNoMatchError(err) {
 		return mapping, err
 	}
 	m.reset()
 	return m.m.RESTMapping(gvk.GroupKind(), gvk.Version)
+}
+
+// known resolves a kind as discovery last saw it, or as an Established
+// CRD declared it since; version "" is the preferred one. It asks nothing
+// of the server beyond what a cached discovery does.
+func (m *mapper) known(gk schema.GroupKind, version string) (*meta.RESTMapping, error) {
+	var mapping *meta.RESTMapping
+	var err error
+	if version == "" {
+		mapping, err = m.m.RESTMapping(gk)
+	} else {
+		mapping, err = m.m.RESTMapping(gk, version)
+	}
+	if err == nil || !meta.IsNoMatchError(err) {
+		return mapping, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if version != "" {
+		if l, ok := m.learned[gk.WithVersion(version)]; ok {
+			return l, nil
+		}
+		return nil, err
+	}
+	// Which version discovery would prefer is not guessed: only a CRD
+	// serving one version answers.
+	var only *meta.RESTMapping
+	for gvk, l := range m.learned {
+		if gvk.GroupKind() != gk {
+			continue
+		}
+		if only != nil {
+			return nil, err
+		}
+		only = l
+	}
+	if only == nil {
+		return nil, err
+	}
+	return only, nil
+}
+
+// learn records the kinds an Established CRD serves. It reports false
+// when the CRD does not say them, and discovery must.
+func (m *mapper) learn(crd *unstructured.Unstructured) bool {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+	kind, _, _ := unstructured.NestedString(crd.Object, "status", "acceptedNames", "kind")
+	plural, _, _ := unstructured.NestedString(crd.Object, "status", "acceptedNames", "plural")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	var restScope meta.RESTScope
+	switch scope {
+	case "Namespaced":
+		restScope = meta.RESTScopeNamespace
+	case "Cluster":
+		restScope = meta.RESTScopeRoot
+	default:
+		return false
+	}
+	if group == "" || kind == "" || plural == "" {
+		return false
+	}
+	var served []*meta.RESTMapping
+	for _, v := range versions {
+		vm, _ := v.(map[string]any)
+		name, _ := vm["name"].(string)
+		if ok, _ := vm["served"].(bool); !ok || name == "" {
+			continue
+		}
+		served = append(served, &meta.RESTMapping{
+			Resource:         schema.GroupVersionResource{Group: group, Version: name, Resource: plural},
+			GroupVersionKind: schema.GroupVersionKind{Group: group, Version: name, Kind: kind},
+			Scope:            restScope,
+		})
+	}
+	if len(served) == 0 {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.learned == nil {
+		m.learned = map[schema.GroupVersionKind]*meta.RESTMapping{}
+	}
+	for _, l := range served {
+		m.learned[l.GroupVersionKind] = l
+	}
+	return true
 }
 
 func (m *mapper) reset() {
@@ -49,6 +141,17 @@ func (m *mapper) reset() {
 	m.m.Reset()
 	m.lastReset = now
 	m.stale = false
+	// Discovery now serves what the CRDs declared, and knows of any
+	// deleted since.
+	m.learned = nil
+}
+
+// forget drops the learned kinds, so that a new pass resolves only what
+// discovery serves and what the pass's own CRDs declare.
+func (m *mapper) forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.learned = nil
 }
 
 // invalidate makes the next miss refresh discovery.

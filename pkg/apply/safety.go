@@ -134,7 +134,7 @@ func (e *Engine) identity(m *payload.Manifest) payload.ObjectID {
 	if id.Namespace == "" {
 		return id
 	}
-	mapping, err := e.mapper.m.RESTMapping(m.GVK.GroupKind(), m.GVK.Version)
+	mapping, err := e.mapper.known(m.GVK.GroupKind(), m.GVK.Version)
 	if err == nil && mapping.Scope.Name() != meta.RESTScopeNameNamespace {
 		id.Namespace = ""
 	}

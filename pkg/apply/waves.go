@@ -12,7 +12,7 @@ import (
 // discovery misses (its CRD arrives in this pass) stays a barrier.
 func (e *Engine) waveRule(rel *payload.Release) *payload.WaveRule {
 	return payload.NewWaveRule(rel, func(gvk schema.GroupVersionKind) bool {
-		_, err := e.mapper.m.RESTMapping(gvk.GroupKind(), gvk.Version)
+		_, err := e.mapper.known(gvk.GroupKind(), gvk.Version)
 		return err == nil
 	})
 }
