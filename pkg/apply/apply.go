@@ -56,9 +56,11 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 		return ActionFailed, err
 	}
 	var live *unstructured.Unstructured
-	if attempt == 0 {
+	switch {
+	case attempt == 0 && p.createsUnread(m):
+	case attempt == 0:
 		live, err = p.get(ctx, m, rc)
-	} else {
+	default:
 		live, err = rc.read(ctx, m.Obj.GetName())
 	}
 	if err != nil {
@@ -97,6 +99,14 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	}
 	p.e.remember(m, live)
 	return action, p.checkHealth(ctx, m, rc, live)
+}
+
+// createsUnread reports whether m's object is created without a read
+// first: in an install, one this engine has never written. On a cluster
+// being installed almost none exists, and one that does costs a refused
+// create before the read, once.
+func (p *pass) createsUnread(m *payload.Manifest) bool {
+	return p.opts.Mode == graph.ModeInstall && !p.e.wrote(m)
 }
 
 // create makes a missing object with a POST, which costs the apiserver
@@ -306,6 +316,15 @@ func (e *Engine) unchanged(m *payload.Manifest, want, live *unstructured.Unstruc
 		cmp = secretStringData(cmp)
 	}
 	return contains(live.Object, cmp)
+}
+
+// wrote reports whether this engine wrote m's object, or found it as m
+// wants it.
+func (e *Engine) wrote(m *payload.Manifest) bool {
+	e.appliedMu.Lock()
+	defer e.appliedMu.Unlock()
+	_, ok := e.applied[m.ID()]
+	return ok
 }
 
 // remember records what the object looked like after this pass touched it.

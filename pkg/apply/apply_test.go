@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -177,5 +178,40 @@ func TestAKindTheServerRefusesAsWrittenIsCreatedThroughItsType(t *testing.T) {
 	}
 	if !reflect.DeepEqual(creates, []string{"one refused", "one typed", "two typed"}) {
 		t.Errorf("creates %v, want one refused then typed, and two typed at once", creates)
+	}
+}
+
+// An install creates what it has never written without reading it first;
+// an object already there costs a refused create, then the usual read.
+func TestAnInstallCreatesWithoutReadingFirst(t *testing.T) {
+	rm, dyn := fakeConfigMaps(liveCM("there", "v"))
+	requests := map[string]int{}
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		requests[a.GetVerb()]++
+		return answerApplyPatches(a)
+	})
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []planDoc
+	for i := range 5 {
+		docs = append(docs, planDoc{fmt.Sprintf("0000_50_a_%02d_new.yaml", i), cmYAML(fmt.Sprintf("new-%d", i), "v")})
+	}
+	rel := planRelease(t, append(docs, planDoc{"0000_50_a_09_there.yaml", cmYAML("there", "v")})...)
+	res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeInstall})
+	if err != nil || !res.Complete() {
+		t.Fatalf("sync: %v %v", err, res.Errors)
+	}
+	if requests["create"] != 6 || requests["get"]+requests["list"] != 1 {
+		t.Errorf("first install pass: %v; want 6 creates and one read, of the object already there", requests)
+	}
+	// A later install pass reads what this engine wrote, as any pass.
+	clear(requests)
+	if res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeInstall}); err != nil || !res.Complete() {
+		t.Fatalf("second sync: %v %v", err, res.Errors)
+	}
+	if requests["create"] != 0 || requests["get"]+requests["list"] == 0 {
+		t.Errorf("second install pass: %v; want reads and no create", requests)
 	}
 }

@@ -89,7 +89,7 @@ func TestAPassSendsWithinItsModesBudget(t *testing.T) {
 				t.Fatal(err)
 			}
 			var docs []planDoc
-			for i := range 10 {
+			for i := range 20 {
 				docs = append(docs, planDoc{fmt.Sprintf("0000_50_a_%02d_cm.yaml", i), cmYAML(fmt.Sprintf("cm-%d", i), "v")})
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

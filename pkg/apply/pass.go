@@ -212,7 +212,7 @@ func (p *pass) prefetchSnapshots(ctx context.Context) {
 			continue
 		}
 		key := listKey{gvk: m.GVK, namespace: rc.namespace}
-		if started[key] || p.groupSize[key] < listThreshold {
+		if started[key] || p.groupSize[key] < listThreshold || p.createsUnread(m) {
 			continue
 		}
 		started[key] = true

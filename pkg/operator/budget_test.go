@@ -291,7 +291,8 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	c.dynamic.PrependReactor("get", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	// An install creates each without reading it first.
+	c.dynamic.PrependReactor("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		wait := func(i int) {
 			select {
 			case <-written[i]:
@@ -299,7 +300,7 @@ func TestProgressWritesCutWhatTheFinalWriteCuts(t *testing.T) {
 				t.Errorf("progress write %d never came", i+1)
 			}
 		}
-		switch a.(clienttesting.GetAction).GetName() {
+		switch actionName(a) {
 		case "a", "c":
 			c.clock.Step(progressInterval)
 		case "b":

@@ -226,3 +226,16 @@ func (c *fakeCluster) upgradeable(cv *configv1.ClusterVersion) configv1.ClusterO
 	up := c.op.observe.upgradeable(context.Background(), cv)
 	return clusterversion.Decide(clusterversion.Observed{CV: cv, Upgradeable: &up}, metav1.Now()).Upgradeable
 }
+
+// actionName is the name of the object a get or a create names.
+func actionName(a clienttesting.Action) string {
+	switch a := a.(type) {
+	case clienttesting.GetAction:
+		return a.GetName()
+	case clienttesting.CreateAction:
+		if obj, ok := a.GetObject().(metav1.Object); ok {
+			return obj.GetName()
+		}
+	}
+	return ""
+}

@@ -68,8 +68,9 @@ func newSlowPass(t *testing.T, c *fakeCluster) *slowPass {
 		}
 		return false, nil, nil
 	})
-	c.dynamic.PrependReactor("get", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		switch a.(clienttesting.GetAction).GetName() {
+	// An install creates each without reading it; a reconcile reads it.
+	pace := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		switch actionName(a) {
 		case "a":
 			c.clock.Step(progressInterval)
 		case "b":
@@ -80,7 +81,9 @@ func newSlowPass(t *testing.T, c *fakeCluster) *slowPass {
 			}
 		}
 		return false, nil, nil
-	})
+	}
+	c.dynamic.PrependReactor("get", "configmaps", pace)
+	c.dynamic.PrependReactor("create", "configmaps", pace)
 	c.dynamic.PrependReactor("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if s.failGate && a.(clienttesting.CreateAction).GetObject().(metav1.Object).GetName() == "gate" {
 			return true, nil, apierrors.NewForbidden(configMaps.GroupResource(), "gate", errors.New("not here"))
