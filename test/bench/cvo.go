@@ -434,6 +434,11 @@ func sideTable(runs []sideRun, rel *payload.Release) string {
 		}
 	}
 	for _, name := range order {
+		if name != "cluster-version-operator" {
+			b.WriteString(goalsReport(byOperator[name], byOperator["cluster-version-operator"]))
+		}
+	}
+	for _, name := range order {
 		failed := map[string]int{}
 		for _, r := range byOperator[name] {
 			for k, n := range r.FailedBy {
