@@ -87,6 +87,9 @@ type options struct {
 	// cvo, when set, is a cluster-version-operator binary: the bench then
 	// only runs it and payload-applier side by side (cvo.go).
 	cvo string
+	// firstInstall runs only the first install through the CLI
+	// (firstinstall.go).
+	firstInstall bool
 	// idle is how long the side-by-side run watches each operator once it
 	// completed, counting its requests and writes per minute.
 	idle time.Duration
@@ -124,8 +127,17 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 0, "with -cvo: after each operator completed, count its requests and writes per minute over this long (the goal's window is 10m)")
 	flag.BoolVar(&o.keepClusters, "keep-clusters", false, "with -cvo: keep each control plane's data directory, its audit log and logs, under -work")
 	flag.StringVar(&o.cvo, "cvo", "", "a cluster-version-operator binary (make cvo): run only it and payload-applier side by side on the real payload, -reps times each, and print the table")
+	flag.BoolVar(&o.firstInstall, "first-install", false, "run only the first install through the CLI: a Namespace and -configmaps ConfigMaps, payload-applier apply and the raw client each as a process on a fresh control plane, -reps times each")
+	rawChildDir := flag.String("raw-child", "", "internal: create the objects of the YAML files in this directory as the raw client, and exit")
+	rawChildKubeconfig := flag.String("raw-child-kubeconfig", "", "internal: the kubeconfig of -raw-child")
 	flag.StringVar(&only, "tools", "", "comma-separated tools to run (default all): "+strings.Join(allTools, ","))
 	flag.Parse()
+	if *rawChildDir != "" {
+		if err := rawChild(context.Background(), *rawChildDir, *rawChildKubeconfig); err != nil {
+			fatalf("raw: %v", err)
+		}
+		return
+	}
 	if *quick {
 		o.reps = 1
 		sizes = "1000"
@@ -212,7 +224,7 @@ func run(ctx context.Context, o options) error {
 		res.notef("kubectl is not installed: its column is empty.")
 	}
 	cliBin := ""
-	if !o.skipRSS || o.cvo != "" {
+	if !o.skipRSS || o.cvo != "" || o.firstInstall {
 		cliBin = filepath.Join(work, "payload-applier")
 		logf("building the payload-applier CLI for the RSS measurement")
 		build := exec.CommandContext(ctx, "go", "build", "-o", cliBin, "./cmd/payload-applier")
@@ -225,6 +237,10 @@ func run(ctx context.Context, o options) error {
 	if o.cvo != "" {
 		o.work = work
 		return sideBySide(ctx, o, cliBin)
+	}
+	if o.firstInstall {
+		o.work = work
+		return firstInstall(ctx, o, cliBin)
 	}
 	logf("starting the local control plane")
 	e, err := startEnv(ctx, work, false)

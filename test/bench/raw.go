@@ -83,14 +83,20 @@ func (t *rawTool) install(ctx context.Context, w *workload) error {
 	if err != nil {
 		return err
 	}
-	nss, rest := splitNamespaces(w.objects)
+	return rawInstall(ctx, dyn, mapper, w.objects, t.apply)
+}
+
+// rawInstall creates objs, or applies them with apply, from rawWorkers
+// workers: namespaces first, then the rest.
+func rawInstall(ctx context.Context, dyn dynamic.Interface, mapper meta.RESTMapper, objs []*unstructured.Unstructured, apply bool) error {
+	nss, rest := splitNamespaces(objs)
 	for _, set := range [][]*unstructured.Unstructured{nss, rest} {
 		errs := parallel(ctx, len(set), rawWorkers, func(ctx context.Context, i int) error {
 			ri, err := rawResource(dyn, mapper, set[i])
 			if err != nil {
 				return err
 			}
-			if t.apply {
+			if apply {
 				data, err := set[i].MarshalJSON()
 				if err != nil {
 					return err
