@@ -93,6 +93,9 @@ type options struct {
 	// keepClusters keeps each side-by-side control plane's data
 	// directory (its audit log, its logs).
 	keepClusters bool
+	// diff, when set, is where the side-by-side run dumps each operator's
+	// objects and writes diff.md, the comparison (diff.go).
+	diff string
 }
 
 func main() {
@@ -123,6 +126,7 @@ func main() {
 	flag.StringVar(&o.operatorMemoryLimit, "operator-memory-limit", "", "run the measured operator in a cgroup with this memory limit (e.g. 256Mi), as a container's; needs root")
 	flag.DurationVar(&o.idle, "idle", 0, "with -cvo: after each operator completed, count its requests and writes per minute over this long (the goal's window is 10m)")
 	flag.BoolVar(&o.keepClusters, "keep-clusters", false, "with -cvo: keep each control plane's data directory, its audit log and logs, under -work")
+	flag.StringVar(&o.diff, "diff", "", "with -cvo: dump every object of the payload after each operator's first install and again after it undid hand edits, under this directory, and compare the two operators (diff.md)")
 	flag.StringVar(&o.cvo, "cvo", "", "a cluster-version-operator binary (make cvo): run only it and payload-applier side by side on the real payload, -reps times each, and print the table")
 	flag.StringVar(&only, "tools", "", "comma-separated tools to run (default all): "+strings.Join(allTools, ","))
 	flag.Parse()
