@@ -38,9 +38,9 @@ const (
 )
 
 // normalise returns a copy of obj without what differs between any two
-// clusters (identities, timestamps, managedFields) and without the status
-// the operators do not write: every status but the ClusterVersion's, and of
-// that only what the operator decides.
+// clusters (identities, timestamps, managedFields, Service cluster IPs)
+// and without the status the operators do not write: every status but the
+// ClusterVersion's, and of that only what the operator decides.
 func normalise(obj map[string]interface{}) map[string]interface{} {
 	u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(obj)}
 	for _, f := range []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink", "deletionTimestamp"} {
@@ -53,6 +53,13 @@ func normalise(obj map[string]interface{}) map[string]interface{} {
 			}
 		}
 		_ = unstructured.SetNestedSlice(u.Object, refs, "metadata", "ownerReferences")
+	}
+	// A Service's cluster IPs are the cluster's choice, unless headless.
+	if u.GetKind() == "Service" {
+		if ip, _, _ := unstructured.NestedString(u.Object, "spec", "clusterIP"); ip != "None" {
+			unstructured.RemoveNestedField(u.Object, "spec", "clusterIP")
+			unstructured.RemoveNestedField(u.Object, "spec", "clusterIPs")
+		}
 	}
 	status, hasStatus := u.Object["status"].(map[string]interface{})
 	delete(u.Object, "status")
@@ -384,7 +391,7 @@ type pathDiff struct {
 const absent = "<absent>"
 
 // diffValues appends the paths under path where a and b differ. Lists of
-// objects that all have distinct names are matched by name.
+// objects are matched by name or type where they have distinct ones.
 func diffValues(path string, a, b interface{}, out *[]pathDiff) {
 	if reflect.DeepEqual(a, b) {
 		return
@@ -417,7 +424,7 @@ func diffValues(path string, a, b interface{}, out *[]pathDiff) {
 	al, aok := a.([]interface{})
 	bl, bok := b.([]interface{})
 	if aok && bok {
-		an, bn := byName(al), byName(bl)
+		an, bn := byKey(al), byKey(bl)
 		if an != nil && bn != nil {
 			diffValues(path, an, bn, out)
 			return
@@ -441,8 +448,8 @@ func diffValues(path string, a, b interface{}, out *[]pathDiff) {
 var plainKey = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 func keyPath(k string) string {
-	if strings.HasPrefix(k, "name=") { // a list item matched by name
-		return "[" + k + "]"
+	if item, ok := strings.CutPrefix(k, listItem); ok {
+		return "[" + item + "]"
 	}
 	if plainKey.MatchString(k) {
 		return "." + k
@@ -450,25 +457,39 @@ func keyPath(k string) string {
 	return fmt.Sprintf("[%q]", k)
 }
 
-// byName maps a list of objects by their distinct names as "[name=N]"
-// keys, or is nil when the list is not such a list.
-func byName(l []interface{}) map[string]interface{} {
-	out := map[string]interface{}{}
-	for _, v := range l {
-		m, ok := v.(map[string]interface{})
-		if !ok {
-			return nil
+// itemKeys are the fields by which list items are matched, when every
+// item has a distinct one: containers, ports, env by name; conditions by type.
+var itemKeys = []string{"name", "type"}
+
+// listItem marks a map key made by byKey, so that keyPath renders it as
+// a list index.
+const listItem = "\x00"
+
+// byKey maps a list of objects by the first of itemKeys that every item
+// has a distinct string value of, as "[key=value]" keys, or is nil when
+// there is none.
+func byKey(l []interface{}) map[string]interface{} {
+	for _, key := range itemKeys {
+		out := map[string]interface{}{}
+		for _, v := range l {
+			m, ok := v.(map[string]interface{})
+			if !ok {
+				return nil
+			}
+			n, ok := m[key].(string)
+			if !ok {
+				break
+			}
+			if _, dup := out[listItem+key+"="+n]; dup {
+				break
+			}
+			out[listItem+key+"="+n] = m
 		}
-		n, ok := m["name"].(string)
-		if !ok {
-			return nil
+		if len(out) == len(l) {
+			return out
 		}
-		if _, dup := out["name="+n]; dup {
-			return nil
-		}
-		out["name="+n] = m
 	}
-	return out
+	return nil
 }
 
 // render is v as compact JSON, truncated to about 200 characters.

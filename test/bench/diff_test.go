@@ -60,6 +60,17 @@ spec:
 	}
 }
 
+func TestNormaliseDropsServiceClusterIPsUnlessHeadless(t *testing.T) {
+	got := normalise(mustYAML(t, `{kind: Service, metadata: {name: s}, spec: {clusterIP: 10.0.0.1, clusterIPs: [10.0.0.1], ports: [{port: 443}]}}`))
+	if want := mustYAML(t, `{kind: Service, metadata: {name: s}, spec: {ports: [{port: 443}]}}`); !reflect.DeepEqual(got, want) {
+		t.Errorf("normalise:\n got %v\nwant %v", got, want)
+	}
+	headless := mustYAML(t, `{kind: Service, metadata: {name: s}, spec: {clusterIP: None, clusterIPs: [None]}}`)
+	if got := normalise(headless); !reflect.DeepEqual(got, headless) {
+		t.Errorf("normalise changed a headless Service: %v", got)
+	}
+}
+
 func TestNormaliseClusterVersionKeepsWhatTheOperatorDecides(t *testing.T) {
 	in := mustYAML(t, `
 apiVersion: config.openshift.io/v1
@@ -108,6 +119,7 @@ spec:
   replicas: 1
   containers: [{name: c1, image: i1}, {name: c2, image: i2}]
   args: [a, b]
+  conditions: [{type: A, status: "True"}, {type: B, status: "True"}]
 `)
 	b := mustYAML(t, `
 metadata:
@@ -116,6 +128,7 @@ spec:
   replicas: 1
   containers: [{name: c2, image: i2}, {name: c1, image: i9}]
   args: [a]
+  conditions: [{type: A, status: "False"}, {type: C, status: "True"}]
 `)
 	var got []pathDiff
 	diffValues("", a, b, &got)
@@ -124,6 +137,9 @@ spec:
 		{`.metadata.annotations.gone`, `"g"`, absent},
 		{`.metadata.annotations["x.io/a"]`, `"1"`, `"2"`},
 		{`.spec.args[1]`, `"b"`, absent},
+		{`.spec.conditions[type=A].status`, `"True"`, `"False"`},
+		{`.spec.conditions[type=B]`, `{"status":"True","type":"B"}`, absent},
+		{`.spec.conditions[type=C]`, absent, `{"status":"True","type":"C"}`},
 		{`.spec.containers[name=c1].image`, `"i1"`, `"i9"`},
 	}
 	if !reflect.DeepEqual(got, want) {
