@@ -90,9 +90,11 @@ cvo:
 # The CVO and payload-applier side by side on the real payload, each on a
 # fresh control plane with stub operators (test/bench/cvo.go); REPS runs
 # each, default 3; IDLE, e.g. 10m, also counts each one's requests per
-# minute once it completed. Prints the table; writes no docs.
+# minute once it completed; DIFF, a directory, also dumps both operators'
+# objects after the install and after they undid hand edits, and compares
+# them (DIFF/diff.md). Prints the table; writes no docs.
 bench-cvo: build cluster-tools
-	$(GO) run ./test/bench -cvo "$$(hack/build-cvo.sh)" -reps $(or $(REPS),3) -idle $(or $(IDLE),0)
+	$(GO) run ./test/bench -cvo "$$(hack/build-cvo.sh)" -reps $(or $(REPS),3) -idle $(or $(IDLE),0) $(if $(DIFF),-diff $(DIFF))
 
 # One run of each tool at 1000 manifests, for a quick look; writes no docs.
 .PHONY: bench-quick

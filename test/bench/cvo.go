@@ -56,7 +56,9 @@ type sideRun struct {
 	// IdleRequests and IdleWrites are per minute over the idle window
 	// after Completed; zero without one.
 	IdleRequests, IdleWrites float64
-	Err                      string
+	// Edits is what became of the hand edits of the -diff check.
+	Edits []editResult
+	Err   string
 }
 
 // sideOperator starts one operator's process against a prepared cluster.
@@ -87,23 +89,42 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 	// -tools picks one of them, to look into it alone.
 	operators = slices.DeleteFunc(operators, func(op sideOperator) bool { return !o.wants(op.name) })
 	var runs []sideRun
+	edits := map[string][]editResult{}
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, op := range operators {
 			logf("side by side: %s, run %d of %d", op.name, rep, o.reps)
-			r := runSide(ctx, o, op, rel, crds)
+			// The differential check looks at each operator's first run.
+			diffDir := ""
+			if o.diff != "" && rep == 1 {
+				diffDir = filepath.Join(o.diff, op.name)
+			}
+			r := runSide(ctx, o, op, rel, crds, diffDir)
 			if r.Err != "" {
 				logf("%s: %s", op.name, r.Err)
+			}
+			if diffDir != "" {
+				edits[op.name] = r.Edits
 			}
 			runs = append(runs, r)
 		}
 	}
 	fmt.Print(sideTable(runs, rel))
+	if o.diff != "" && len(operators) == 2 {
+		report, err := diffReport(o.diff, operators[0].name, operators[1].name, edits)
+		if err != nil {
+			return fmt.Errorf("diff: %w", err)
+		}
+		fmt.Print("\n" + report)
+		return os.WriteFile(filepath.Join(o.diff, "diff.md"), []byte(report), 0o644)
+	}
 	return nil
 }
 
 // runSide starts a control plane, prepares it, runs op until the
 // ClusterVersion says the payload's version Completed, and stops both.
-func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Release, crds []*unstructured.Unstructured) sideRun {
+// With diffDir, it first dumps the objects, edits some and dumps them
+// again once op undid the edits (diff.go).
+func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Release, crds []*unstructured.Unstructured, diffDir string) sideRun {
 	r := sideRun{Operator: op.name}
 	work, err := os.MkdirTemp(o.work, "side-")
 	if err != nil {
@@ -176,6 +197,12 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 	r.count(events, op.user, start)
 	if o.idle > 0 {
 		r.countIdle(events, op.user, idleFrom, o.idle)
+	}
+	if diffDir != "" {
+		logf("%s: differential check into %s", op.name, diffDir)
+		if r.Edits, err = diffInOperator(ctx, e, rel, versions, diffDir); err != nil {
+			r.Err = "diff: " + err.Error()
+		}
 	}
 	return r
 }

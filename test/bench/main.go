@@ -96,6 +96,9 @@ type options struct {
 	// keepClusters keeps each side-by-side control plane's data
 	// directory (its audit log, its logs).
 	keepClusters bool
+	// diff, when set, is where the side-by-side run dumps each operator's
+	// objects and writes diff.md, the comparison (diff.go).
+	diff string
 }
 
 func main() {
@@ -126,6 +129,7 @@ func main() {
 	flag.StringVar(&o.operatorMemoryLimit, "operator-memory-limit", "", "run the measured operator in a cgroup with this memory limit (e.g. 256Mi), as a container's; needs root")
 	flag.DurationVar(&o.idle, "idle", 0, "with -cvo: after each operator completed, count its requests and writes per minute over this long (the goal's window is 10m)")
 	flag.BoolVar(&o.keepClusters, "keep-clusters", false, "with -cvo: keep each control plane's data directory, its audit log and logs, under -work")
+	flag.StringVar(&o.diff, "diff", "", "with -cvo: dump every object of the payload after each operator's first install and again after it undid hand edits, under this directory, and compare the two operators (diff.md)")
 	flag.StringVar(&o.cvo, "cvo", "", "a cluster-version-operator binary (make cvo): run only it and payload-applier side by side on the real payload, -reps times each, and print the table")
 	flag.BoolVar(&o.firstInstall, "first-install", false, "run only the first install through the CLI: a Namespace and -configmaps ConfigMaps, payload-applier apply and the raw client each as a process on a fresh control plane, -reps times each")
 	rawChildDir := flag.String("raw-child", "", "internal: create the objects of the YAML files in this directory as the raw client, and exit")
