@@ -215,3 +215,39 @@ func TestAnInstallCreatesWithoutReadingFirst(t *testing.T) {
 		t.Errorf("second install pass: %v; want reads and no create", requests)
 	}
 }
+
+// A resync reads two objects of a kind in one namespace by one LIST, but
+// ConfigMaps, whose namespaces hold much else, one GET each up to four.
+func TestAResyncListsPairsButNotPairsOfBulkData(t *testing.T) {
+	rolesGVR := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"}
+	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
+	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
+	rm.Add(schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "Role"}, meta.RESTScopeNamespace)
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{configMapsGVR: "ConfigMapList", rolesGVR: "RoleList"})
+	requests := map[string]int{}
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		requests[a.GetVerb()+" "+a.GetResource().Resource]++
+		return answerApplyPatches(a)
+	})
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := func(name string) string {
+		return "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: " + name + "\n  namespace: ns\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\nrules: []\n"
+	}
+	rel := planRelease(t,
+		planDoc{"0000_50_a_01_cm.yaml", cmYAML("a", "v")}, planDoc{"0000_50_a_02_cm.yaml", cmYAML("b", "v")},
+		planDoc{"0000_50_a_03_role.yaml", role("r1")}, planDoc{"0000_50_a_04_role.yaml", role("r2")})
+	if res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeInstall}); err != nil || !res.Complete() {
+		t.Fatalf("install: %v %v", err, res.Errors)
+	}
+	clear(requests)
+	if res, err := e.Sync(context.Background(), rel, SyncOptions{Mode: graph.ModeReconcile}); err != nil || !res.Complete() {
+		t.Fatalf("resync: %v %v", err, res.Errors)
+	}
+	if requests["list roles"] != 1 || requests["get roles"] != 0 || requests["get configmaps"] != 2 || requests["list configmaps"] != 0 {
+		t.Errorf("resync requests %v; want one LIST of roles and a GET per ConfigMap", requests)
+	}
+}

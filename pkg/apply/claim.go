@@ -42,7 +42,7 @@ func (p *pass) readClaimed(ctx context.Context, ms []*payload.Manifest) []*unstr
 	}
 	graph.Run(ctx, graph.Unordered(tasks), graph.RunOptions{Parallelism: claimReadParallelism}, func(ctx context.Context, t *graph.Task) error {
 		g := groups[order[t.Index]]
-		if len(g.members) < listThreshold {
+		if len(g.members) < listThreshold(order[t.Index].gvk.GroupKind()) {
 			for _, i := range g.members {
 				seen[i], _ = g.rc.read(ctx, ms[i].Obj.GetName())
 			}

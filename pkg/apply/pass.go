@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -15,9 +16,21 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
-// listThreshold is how many manifests of one resource in one namespace make a
-// LIST cheaper than a GET each.
-const listThreshold = 4
+// listThreshold is how many manifests of one resource in one namespace make
+// a LIST cheaper than a GET each: two, as a resync reads every object, but
+// four for kinds that hold bulk data beside many objects of others
+// (payload.BulkDataKinds), where the LIST carries those too.
+func listThreshold(gk schema.GroupKind) int {
+	if slices.Contains(payload.BulkDataKinds, gk) {
+		return 4
+	}
+	return 2
+}
+
+// listed reports whether the pass reads key's objects by LIST.
+func (p *pass) listed(key listKey) bool {
+	return p.groupSize[key] >= listThreshold(key.gvk.GroupKind())
+}
 
 // prefetchParallelism bounds the LISTs a pass takes at once when it
 // prefetches its snapshots.
@@ -155,7 +168,7 @@ func (p *pass) resourceFor(m *payload.Manifest) (resourceClient, error) {
 func (p *pass) get(ctx context.Context, m *payload.Manifest, rc resourceClient) (*unstructured.Unstructured, error) {
 	name := m.Obj.GetName()
 	key := listKey{gvk: m.GVK, namespace: rc.namespace}
-	if p.groupSize[key] >= listThreshold {
+	if p.listed(key) {
 		if snap := p.snapshot(ctx, rc, key); snap.err == nil {
 			return snap.take(name), nil
 		}
@@ -212,7 +225,7 @@ func (p *pass) prefetchSnapshots(ctx context.Context) {
 			continue
 		}
 		key := listKey{gvk: m.GVK, namespace: rc.namespace}
-		if started[key] || p.groupSize[key] < listThreshold || p.createsUnread(m) {
+		if started[key] || !p.listed(key) || p.createsUnread(m) {
 			continue
 		}
 		started[key] = true

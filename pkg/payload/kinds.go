@@ -18,6 +18,10 @@ var (
 	ProjectKind = schema.GroupKind{Group: "project.openshift.io", Kind: "Project"}
 )
 
+// BulkDataKinds hold data, often much of it, and share their namespaces
+// with many objects no payload names: reading them by LIST costs more.
+var BulkDataKinds = []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Secret"}}
+
 // HealthCheckedKinds are the kinds whose live state the engine judges
 // (apply.CheckHealth) and waits on; a health check is a barrier in a wave.
 var HealthCheckedKinds = []schema.GroupKind{CRDKind, DeploymentKind, DaemonSetKind, JobKind, ClusterOperatorKind}
