@@ -46,8 +46,8 @@ type sideRun struct {
 	FirstWrite, Completed time.Duration
 	// Requests and Writes are the operator's until Completed.
 	Requests, Writes int
-	// Failed counts its requests answered 400 or more, but for reads
-	// answered 404, which both make of objects they are about to create.
+	// Failed counts its requests answered 400 or more, but for the answers
+	// that only say whether an object exists (probed).
 	Failed int
 	// FailedBy counts them by verb, resource and code.
 	FailedBy map[string]int
@@ -207,6 +207,19 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 	return r
 }
 
+// probed reports whether a request's answer only told whether its object
+// exists: a read answered 404, before a create, or a create answered 409,
+// of an object already there (an install creates without reading first).
+func probed(verb string, code int) bool {
+	switch verb {
+	case "get", "list", "watch":
+		return code == 404
+	case "create":
+		return code == 409
+	}
+	return false
+}
+
 // countIdle sets the user's requests and writes per minute in the window
 // of length d from from.
 func (r *sideRun) countIdle(events []cluster.AuditEvent, user string, from time.Time, d time.Duration) {
@@ -234,7 +247,7 @@ func (r *sideRun) count(events []cluster.AuditEvent, user string, start time.Tim
 			continue
 		}
 		r.Requests++
-		if code := ev.ResponseStatus; code != nil && code.Code >= 400 && !(code.Code == 404 && !ev.IsWrite()) {
+		if code := ev.ResponseStatus; code != nil && code.Code >= 400 && !probed(ev.Verb, code.Code) {
 			r.Failed++
 			if r.FailedBy == nil {
 				r.FailedBy = map[string]int{}

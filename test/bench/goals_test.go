@@ -24,3 +24,18 @@ func TestSideGoals(t *testing.T) {
 		}
 	}
 }
+
+func TestProbesAreNotFailures(t *testing.T) {
+	for _, tc := range []struct {
+		verb string
+		code int
+		want bool
+	}{
+		{"get", 404, true}, {"create", 409, true},
+		{"create", 404, false}, {"update", 409, false}, {"patch", 422, false}, {"get", 500, false},
+	} {
+		if got := probed(tc.verb, tc.code); got != tc.want {
+			t.Errorf("%s %d: probed %v, want %v", tc.verb, tc.code, got, tc.want)
+		}
+	}
+}
