@@ -32,7 +32,9 @@ import (
 // payload; the audit log counts each one's requests under its own user.
 
 const (
-	cvoUser = "bench-cvo"
+	cvoName     = "cluster-version-operator"
+	applierName = "payload-applier"
+	cvoUser     = "bench-cvo"
 	// cvoNamespace is where both keep their state, as the CVO's is.
 	cvoNamespace = "openshift-cluster-version"
 	// sideTimeout bounds one operator's install.
@@ -81,9 +83,9 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 		return err
 	}
 	operators := []sideOperator{
-		{name: "cluster-version-operator", user: cvoUser, command: cvoCommand(o.cvo)},
+		{name: cvoName, user: cvoUser, command: cvoCommand(o.cvo)},
 		// At the CVO's client budget, start's default, and without one.
-		{name: "payload-applier", user: "bench-payload-applier", command: applierCommand(cli)},
+		{name: applierName, user: "bench-payload-applier", command: applierCommand(cli)},
 		{name: "payload-applier-unlimited", user: "bench-payload-applier", command: applierCommand(cli, "--kube-api-qps", "0", "--install-kube-api-qps", "0")},
 	}
 	// -tools picks one of them, to look into it alone.
@@ -93,9 +95,10 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 	for rep := 1; rep <= o.reps; rep++ {
 		for _, op := range operators {
 			logf("side by side: %s, run %d of %d", op.name, rep, o.reps)
-			// The differential check looks at each operator's first run.
+			// The differential check looks at the first run of the CVO and
+			// of payload-applier at its defaults.
 			diffDir := ""
-			if o.diff != "" && rep == 1 {
+			if o.diff != "" && rep == 1 && (op.name == cvoName || op.name == applierName) {
 				diffDir = filepath.Join(o.diff, op.name)
 			}
 			r := runSide(ctx, o, op, rel, crds, diffDir)
@@ -109,8 +112,9 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 		}
 	}
 	fmt.Print(sideTable(runs, rel))
-	if o.diff != "" && len(operators) == 2 {
-		report, err := diffReport(o.diff, operators[0].name, operators[1].name, edits)
+	_, ours := edits[applierName]
+	if _, theirs := edits[cvoName]; ours && theirs {
+		report, err := diffReport(o.diff, cvoName, applierName, edits)
 		if err != nil {
 			return fmt.Errorf("diff: %w", err)
 		}
@@ -474,8 +478,8 @@ func sideTable(runs []sideRun, rel *payload.Release) string {
 		}
 	}
 	for _, name := range order {
-		if name != "cluster-version-operator" {
-			b.WriteString(goalsReport(byOperator[name], byOperator["cluster-version-operator"]))
+		if name != cvoName {
+			b.WriteString(goalsReport(byOperator[name], byOperator[cvoName]))
 		}
 	}
 	for _, name := range order {
