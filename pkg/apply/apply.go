@@ -150,13 +150,13 @@ func (e *Engine) create(ctx context.Context, m *payload.Manifest, rc resourceCli
 func (e *Engine) createsTyped(gvk schema.GroupVersionKind) bool {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
-	return e.typedCreates[gvk]
+	return e.typedCreates[gvk.GroupKind()]
 }
 
 func (e *Engine) rememberTypedCreate(gvk schema.GroupVersionKind) {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
-	e.typedCreates[gvk] = true
+	e.typedCreates[gvk.GroupKind()] = true
 }
 
 // undeclaredFields reports fields of m that its schema does not declare,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
 // fakeConfigMaps is a fake cluster that serves ConfigMaps holding objs.
@@ -142,10 +143,28 @@ func TestTheFirstChangeAfterACreateAdoptsItsFieldsForApply(t *testing.T) {
 
 // TestAKindTheServerRefusesAsWrittenIsCreatedThroughItsType: the schema of
 // SecurityContextConstraints requires fields that may be null, which a
-// manifest may leave out and the Go type always sends. The first such
-// create is refused and made through the type; the next of the kind goes
-// through the type at once.
+// manifest may leave out and the Go type always sends. For a kind not
+// known to need it, the first such create is refused and made through the
+// type; the next of the kind goes through the type at once.
 func TestAKindTheServerRefusesAsWrittenIsCreatedThroughItsType(t *testing.T) {
+	if creates := sccCreates(t, true); !reflect.DeepEqual(creates, []string{"one refused", "one typed", "two typed"}) {
+		t.Errorf("creates %v, want one refused then typed, and two typed at once", creates)
+	}
+}
+
+// SecurityContextConstraints, as ClusterOperators, are known to need it:
+// no create of them is refused.
+func TestTheKindsKnownToNeedTheirTypeAreCreatedThroughItAtOnce(t *testing.T) {
+	if creates := sccCreates(t, false); !reflect.DeepEqual(creates, []string{"one typed", "two typed"}) {
+		t.Errorf("creates %v, want both typed at once", creates)
+	}
+}
+
+// sccCreates installs two SecurityContextConstraints whose manifests lack
+// a field the schema requires and says how each create went; forget makes
+// the kind unknown to need its type.
+func sccCreates(t *testing.T, forget bool) []string {
+	t.Helper()
 	sccs := schema.GroupVersionResource{Group: "security.openshift.io", Version: "v1", Resource: "securitycontextconstraints"}
 	rm := meta.NewDefaultRESTMapper(nil)
 	gvk := schema.GroupVersionKind{Group: "security.openshift.io", Version: "v1", Kind: "SecurityContextConstraints"}
@@ -166,6 +185,11 @@ func TestAKindTheServerRefusesAsWrittenIsCreatedThroughItsType(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Known kinds go through the type from the first: forget it, to
+	// watch an unknown kind learn.
+	if forget {
+		delete(e.typedCreates, payload.SCCKind)
+	}
 	scc := func(name string) string {
 		return "apiVersion: security.openshift.io/v1\nkind: SecurityContextConstraints\nmetadata:\n  name: " + name +
 			"\n  annotations:\n    include.release.openshift.io/self-managed-high-availability: \"true\"\n" +
@@ -176,9 +200,7 @@ func TestAKindTheServerRefusesAsWrittenIsCreatedThroughItsType(t *testing.T) {
 	if err != nil || !res.Complete() {
 		t.Fatalf("sync: %v %v", err, res.Errors)
 	}
-	if !reflect.DeepEqual(creates, []string{"one refused", "one typed", "two typed"}) {
-		t.Errorf("creates %v, want one refused then typed, and two typed at once", creates)
-	}
+	return creates
 }
 
 // An install creates what it has never written without reading it first;

@@ -106,10 +106,11 @@ type Engine struct {
 	applied   map[payload.ObjectID]appliedState
 	// undeclared holds, per object, manifest fields its schema rejects.
 	undeclared map[payload.ObjectID][]string
-	// typedCreates are the kinds whose manifests the server refused to
-	// create as they stand, and created through their Go type: the next
-	// object of the kind is created that way at once.
-	typedCreates map[schema.GroupVersionKind]bool
+	// typedCreates are the kinds created through their Go types:
+	// payload.TypedCreateKinds, and those whose manifests the server
+	// refused as they stand, so that the next object of the kind is
+	// created that way at once.
+	typedCreates map[schema.GroupKind]bool
 
 	// stuckReported keeps Events about stuck deletes to one per object.
 	stuckMu       sync.Mutex
@@ -162,7 +163,7 @@ func New(cfg Config) (*Engine, error) {
 		limiter:       cfg.limiter,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
-		typedCreates:  map[schema.GroupVersionKind]bool{},
+		typedCreates:  typedCreateKinds(),
 		stuckReported: map[payload.ObjectID]bool{},
 	}, nil
 }
@@ -409,4 +410,12 @@ func (e *Engine) reportStuck(stuck []deletion.Record, after time.Duration) {
 		e.stuckReported[r.ID] = true
 		e.take(deletion.Next(&r, deletion.Observation{Kind: deletion.Age, Now: e.clock.Now(), StuckAfter: after}))
 	}
+}
+
+func typedCreateKinds() map[schema.GroupKind]bool {
+	out := map[schema.GroupKind]bool{}
+	for _, gk := range payload.TypedCreateKinds {
+		out[gk] = true
+	}
+	return out
 }

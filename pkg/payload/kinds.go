@@ -14,6 +14,7 @@ var (
 	ClusterVersionKind  = schema.GroupKind{Group: "config.openshift.io", Kind: "ClusterVersion"}
 	ClusterOperatorKind = schema.GroupKind{Group: "config.openshift.io", Kind: "ClusterOperator"}
 	FeatureGateKind     = schema.GroupKind{Group: "config.openshift.io", Kind: "FeatureGate"}
+	SCCKind             = schema.GroupKind{Group: "security.openshift.io", Kind: "SecurityContextConstraints"}
 	// ProjectKind is an OpenShift Project: a Namespace seen through another API.
 	ProjectKind = schema.GroupKind{Group: "project.openshift.io", Kind: "Project"}
 )
@@ -21,6 +22,13 @@ var (
 // BulkDataKinds hold data, often much of it, and share their namespaces
 // with many objects no payload names: reading them by LIST costs more.
 var BulkDataKinds = []schema.GroupKind{{Kind: "ConfigMap"}, {Kind: "Secret"}}
+
+// TypedCreateKinds are created through their Go types from the first, as
+// the CVO's typed clients create them: their schemas require fields that
+// the types always send and manifests leave out (a ClusterOperator's
+// empty spec; the nullable fields of SecurityContextConstraints), so the
+// manifest as written would be refused.
+var TypedCreateKinds = []schema.GroupKind{ClusterOperatorKind, SCCKind}
 
 // HealthCheckedKinds are the kinds whose live state the engine judges
 // (apply.CheckHealth) and waits on; a health check is a barrier in a wave.
