@@ -29,8 +29,16 @@ func (p *pass) applyTask(ctx context.Context, t *graph.Task) error {
 	m := p.taskManifest(t)
 	res := p.results[t.Index]
 	attempt := 0
+	ns := m.Obj.GetNamespace()
+	// A missing namespace is waited for, up to the patience the retries
+	// would have spent on it, rather than retried into.
+	patience := time.Now().Add(backoffTotal(*p.opts.Backoff))
 	err := p.retry(ctx, func() error {
+		p.awaitNamespace(ctx, ns, time.Until(patience))
 		action, err := p.applyOnce(ctx, m, attempt)
+		if namespaceMissing(err, ns) {
+			p.watchNamespace(ctx, ns)
+		}
 		attempt++
 		res.Action = action
 		return err

@@ -275,6 +275,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 		return nil, cleanupErr
 	}
 	p := newPass(e, rel, opts)
+	defer p.stopNamespaceWatches()
 	if ledgerErr != nil {
 		// Applies go ahead; no delete starts, and nothing overwrites the
 		// ledger, until someone repairs it.

@@ -67,6 +67,9 @@ type pass struct {
 	snapshotsMu sync.Mutex
 	snapshots   map[listKey]*snapshot
 	prefetching sync.WaitGroup
+
+	// nsState holds the namespaces a create found missing (nswait.go).
+	nsState
 }
 
 type listKey struct {
@@ -114,6 +117,7 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		groupSize:  map[listKey]int{},
 		readers:    map[listKey]map[string]int{},
 		snapshots:  map[listKey]*snapshot{},
+		nsState:    nsState{nsGates: map[string]*nsGate{}},
 	}
 	for _, c := range cleanup.Candidates(rel) {
 		p.candidates[c.Component] = c
