@@ -11,13 +11,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
-	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/csaupgrade"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -260,49 +256,21 @@ func (p *pass) checkHealth(ctx context.Context, m *payload.Manifest, rc resource
 	return &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message}
 }
 
-// awaitEstablished waits briefly for a new CRD: it usually becomes
-// Established in well under a second, and custom resources later in the
-// pass need it. It watches the one CRD from live's resourceVersion, one
-// request where reading it every 100 ms took five or six on a busy
-// apiserver; a watch the server refuses falls back to reading.
+// awaitEstablished waits briefly for a new CRD (WaitEstablished): it
+// usually becomes Established in well under a second, and custom
+// resources later in the pass need it, which then resolve from it.
 func (p *pass) awaitEstablished(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) (*unstructured.Unstructured, Health) {
-	h := Health{Reason: ReasonCRDNotEstablished, Effect: EffectNone,
-		Message: "CustomResourceDefinition " + m.Obj.GetName() + " did not become Established in " + p.opts.EstablishTimeout.String()}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.EstablishTimeout)
 	defer cancel()
-	established := func(obj *unstructured.Unstructured) bool {
-		if next := CheckHealth(m.Obj, obj); next.Healthy() {
-			live, h = obj, next
-			return true
-		}
-		return false
+	established, err := WaitEstablished(ctx, rc.ri, m.Obj.GetName(), live.GetResourceVersion())
+	if err != nil {
+		return live, Health{Reason: ReasonCRDNotEstablished, Effect: EffectNone,
+			Message: "CustomResourceDefinition " + m.Obj.GetName() + " did not become Established in " + p.opts.EstablishTimeout.String()}
 	}
-	w, err := rc.ri.Watch(ctx, metav1.ListOptions{
-		FieldSelector:   fields.OneTermEqualSelector("metadata.name", m.Obj.GetName()).String(),
-		ResourceVersion: live.GetResourceVersion(),
-	})
-	if err == nil {
-		_, err = watchtools.UntilWithoutRetry(ctx, w, func(ev watch.Event) (bool, error) {
-			switch ev.Type {
-			case watch.Error:
-				return false, apierrors.FromObject(ev.Object)
-			case watch.Deleted:
-				return false, fmt.Errorf("CustomResourceDefinition %s was deleted", m.Obj.GetName())
-			}
-			obj, ok := ev.Object.(*unstructured.Unstructured)
-			return ok && established(obj), nil
-		})
-	}
-	if err != nil && !h.Healthy() && ctx.Err() == nil {
-		_ = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			obj, err := rc.read(ctx, m.Obj.GetName())
-			return err == nil && obj != nil && established(obj), nil
-		})
-	}
-	if h.Healthy() && !p.e.mapper.learn(live) {
+	if !p.e.mapper.learn(established) {
 		p.e.mapper.invalidate()
 	}
-	return live, h
+	return established, CheckHealth(m.Obj, established)
 }
 
 // desiredObject is the manifest as sent to the server: without status and

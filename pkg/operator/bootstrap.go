@@ -13,11 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/payload-applier/payload-applier/manifests"
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -68,22 +68,18 @@ func ensureCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Uns
 	if !apierrors.IsNotFound(err) {
 		return fmt.Errorf("get CRD %s: %w", crd.GetName(), err)
 	}
-	if _, err := ri.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	created, err := ri.Create(ctx, crd, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
 	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		live, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(live.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]interface{}); ok && m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	rv := "" // made meanwhile by another: from its current state
+	if created != nil {
+		rv = created.GetResourceVersion()
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err = apply.WaitEstablished(ctx, ri, crd.GetName(), rv)
+	return err
 }
 
 // hostIdentity names this process for leader election: the host name plus

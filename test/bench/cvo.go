@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
@@ -327,20 +328,10 @@ func prepareSide(ctx context.Context, e *env, rel *payload.Release, crds []*unst
 }
 
 func waitEstablished(ctx context.Context, e *env, name string) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		crd, err := e.dynamic.Resource(payload.CRDGVR).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-		for _, c := range conds {
-			m, _ := c.(map[string]interface{})
-			if m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, err := apply.WaitEstablished(ctx, e.dynamic.Resource(payload.CRDGVR), name, "")
+	return err
 }
 
 // configCRDs are the config.openshift.io CRDs the CVO reads, from the
