@@ -74,22 +74,26 @@ func (b Budget) Validate() error {
 	return nil
 }
 
-// budgetLimiter is a flowcontrol.RateLimiter whose rate each pass sets:
-// client-go's token bucket cannot change its rate once built. Each set
-// starts a full bucket; requests already waiting finish on the old one.
+// budgetLimiter is a flowcontrol.RateLimiter at the rate of its budget
+// that each pass picks by its mode: client-go's token bucket cannot change
+// its rate once built. Each pick starts a full bucket; requests already
+// waiting finish on the old one.
 type budgetLimiter struct {
-	l atomic.Pointer[rate.Limiter]
+	budget Budget
+	l      atomic.Pointer[rate.Limiter]
 }
 
 var _ flowcontrol.RateLimiter = (*budgetLimiter)(nil)
 
-func newBudgetLimiter(r Rate) *budgetLimiter {
-	b := &budgetLimiter{}
-	b.set(r)
-	return b
+func newBudgetLimiter(b Budget) *budgetLimiter {
+	l := &budgetLimiter{budget: b}
+	l.use(graph.ModeReconcile)
+	return l
 }
 
-func (b *budgetLimiter) set(r Rate) {
+// use sets the rate of a pass in mode.
+func (b *budgetLimiter) use(mode graph.Mode) {
+	r := b.budget.For(mode)
 	if r.Unlimited() {
 		b.l.Store(nil)
 		return

@@ -96,7 +96,6 @@ type Engine struct {
 	eventObj  runtime.Object
 	clock     clock.Clock
 	onDelete  func(deletion.Transition, deletion.Record)
-	budget    Budget
 	limiter   *budgetLimiter
 
 	// applied remembers, per object, the manifest hash and the
@@ -159,7 +158,6 @@ func New(cfg Config) (*Engine, error) {
 		eventObj:      cfg.EventObject,
 		clock:         cfg.Clock,
 		onDelete:      cfg.OnDelete,
-		budget:        cfg.Budget,
 		limiter:       cfg.limiter,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
@@ -262,7 +260,7 @@ func tasksFor(rel *payload.Release, waves *payload.WaveRule) []*graph.Task {
 func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOptions) (*SyncResult, error) {
 	opts.setDefaults()
 	if e.limiter != nil {
-		e.limiter.set(e.budget.For(opts.Mode))
+		e.limiter.use(opts.Mode)
 	}
 	e.mapper.forget()
 	ledgerErr := e.ledger.Load(ctx)

@@ -25,7 +25,7 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("apply engine: budget: %w", err)
 	}
 	if !cfg.Budget.Unlimited() {
-		cfg.limiter = newBudgetLimiter(cfg.Budget.Steady)
+		cfg.limiter = newBudgetLimiter(cfg.Budget)
 	}
 	rc = withBudget(WithWarnings(rc), cfg.limiter)
 	if cfg.Dynamic == nil {
