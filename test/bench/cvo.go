@@ -468,11 +468,9 @@ func sideTable(runs []sideRun, rel *payload.Release) string {
 			row(name+", median", medianRun(rs))
 		}
 	}
-	for _, name := range order {
-		if name != cvoName {
-			b.WriteString(goalsReport(byOperator[name], byOperator[cvoName]))
-		}
-	}
+	// The goals are set at the same client budget: payload-applier at its
+	// defaults, the CVO's.
+	b.WriteString(goalsReport(byOperator[applierName], byOperator[cvoName]))
 	for _, name := range order {
 		failed := map[string]int{}
 		for _, r := range byOperator[name] {
