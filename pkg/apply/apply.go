@@ -61,6 +61,8 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	}
 	var live *unstructured.Unstructured
 	switch {
+	case attempt == 0 && p.current[m.ID()]:
+		return ActionUnchanged, nil
 	case attempt == 0 && p.createsUnread(m):
 	case attempt == 0:
 		live, err = p.get(ctx, m, rc)
@@ -101,8 +103,9 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	if err != nil {
 		return ActionFailed, err
 	}
-	p.e.remember(m, live)
-	return action, p.checkHealth(ctx, m, rc, live)
+	live, err = p.checkHealth(ctx, m, rc, live)
+	p.e.remember(m, rc, live)
+	return action, err
 }
 
 // createsUnread reports whether m's object is created without a read
@@ -236,24 +239,25 @@ func (e *Engine) rememberUndeclared(m *payload.Manifest, paths []string) {
 	e.undeclared[m.ID()] = paths
 }
 
-// checkHealth applies the CVO's post-apply checks. Install skips all but the
-// ones later tasks of the same pass depend on.
-func (p *pass) checkHealth(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) error {
+// checkHealth applies the CVO's post-apply checks, and returns the object
+// as it last read it. Install skips all but the ones later tasks of the
+// same pass depend on.
+func (p *pass) checkHealth(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	h := CheckHealth(m.Obj, live)
 	if h.Reason == ReasonCRDNotEstablished {
 		live, h = p.awaitEstablished(ctx, m, rc, live)
 	}
 	if h.Healthy() {
-		return nil
+		return live, nil
 	}
 	if p.opts.Mode == graph.ModeInstall {
 		switch h.Reason {
 		case ReasonCRDNotEstablished, ReasonCONotAvailable, ReasonCONoVersions:
 		default:
-			return nil
+			return live, nil
 		}
 	}
-	return &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message}
+	return live, &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message}
 }
 
 // awaitEstablished waits briefly for a new CRD (WaitEstablished): it
@@ -303,14 +307,16 @@ func (e *Engine) wrote(m *payload.Manifest) bool {
 	return ok
 }
 
-// remember records what the object looked like after this pass touched it.
-func (e *Engine) remember(m *payload.Manifest, live *unstructured.Unstructured) {
+// remember records what the object looked like after this pass touched it,
+// and whether it was healthy then.
+func (e *Engine) remember(m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) {
 	if live == nil {
 		return
 	}
+	healthy := CheckHealth(m.Obj, live).Healthy()
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
-	e.applied[m.ID()] = appliedState{hash: m.Hash(), resourceVersion: live.GetResourceVersion()}
+	e.applied[m.ID()] = appliedState{hash: m.Hash(), resourceVersion: live.GetResourceVersion(), gvr: rc.gvr, healthy: healthy}
 }
 
 // warn records a warning Event when a recorder is configured.

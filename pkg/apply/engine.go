@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -74,6 +75,9 @@ type Config struct {
 	// OnDelete, when set, is told of every delete transition the ledger
 	// records, in passes and between them, for metrics. It must not block.
 	OnDelete func(deletion.Transition, deletion.Record)
+	// Metadata, when set, lets WatchLive watch the metadata of what the
+	// engine applies (liveVersions).
+	Metadata metadata.Interface
 	// Budget limits the requests of the clients NewForConfig builds, by
 	// the mode of the pass; zero leaves the rest.Config's limit.
 	Budget Budget
@@ -97,12 +101,16 @@ type Engine struct {
 	clock     clock.Clock
 	onDelete  func(deletion.Transition, deletion.Record)
 	limiter   *budgetLimiter
+	metadata  metadata.Interface
 
 	// applied remembers, per object, the manifest hash and the
 	// resourceVersion our last write produced, so a resync can skip the
 	// comparison when nothing has touched the object since.
 	appliedMu sync.Mutex
 	applied   map[payload.ObjectID]appliedState
+	// live, once WatchLive is called, tells a resync which applied
+	// objects changed since.
+	live *liveVersions
 	// undeclared holds, per object, manifest fields its schema rejects.
 	undeclared map[payload.ObjectID][]string
 	// typedCreates are the kinds created through their Go types:
@@ -119,6 +127,8 @@ type Engine struct {
 type appliedState struct {
 	hash            uint64
 	resourceVersion string
+	gvr             schema.GroupVersionResource
+	healthy         bool
 }
 
 // New validates cfg and returns an Engine.
@@ -159,6 +169,7 @@ func New(cfg Config) (*Engine, error) {
 		clock:         cfg.Clock,
 		onDelete:      cfg.OnDelete,
 		limiter:       cfg.limiter,
+		metadata:      cfg.Metadata,
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
 		typedCreates:  typedCreateKinds(),
@@ -312,6 +323,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	r := p.result(walks)
 	r.CleanupErr = cleanupErr
+	e.watchApplied()
 	return r, nil
 }
 

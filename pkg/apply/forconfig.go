@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
@@ -17,9 +18,9 @@ import (
 // NewForConfig builds an Engine on the cluster rc points at, filling what
 // cfg leaves unset: the dynamic client, the REST client that sends
 // DELETEs, discovery, a cached discovery RESTMapper, and the ConfigMaps of
-// the delete ledger and the operand cleanups that cfg.Self names. The
-// clients it builds send their requests within cfg.Budget; a client cfg
-// gives keeps its own limit.
+// the delete ledger and the operand cleanups that cfg.Self names, and the
+// metadata client of WatchLive. The clients it builds send their requests
+// within cfg.Budget; a client cfg gives keeps its own limit.
 func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 	if err := cfg.Budget.Validate(); err != nil {
 		return nil, fmt.Errorf("apply engine: budget: %w", err)
@@ -34,6 +35,13 @@ func NewForConfig(rc *rest.Config, cfg Config) (*Engine, error) {
 			return nil, err
 		}
 		cfg.Dynamic = dyn
+	}
+	if cfg.Metadata == nil {
+		md, err := metadata.NewForConfig(rc)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Metadata = md
 	}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {

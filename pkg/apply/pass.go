@@ -68,6 +68,11 @@ type pass struct {
 	snapshots   map[listKey]*snapshot
 	prefetching sync.WaitGroup
 
+	// current holds the objects the watch knows unchanged since this
+	// engine found them as their manifests want (liveVersions), as the
+	// pass began: the pass neither reads nor lists them.
+	current map[payload.ObjectID]bool
+
 	// nsState holds the namespaces a create found missing (nswait.go).
 	nsState
 }
@@ -117,14 +122,23 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		groupSize:  map[listKey]int{},
 		readers:    map[listKey]map[string]int{},
 		snapshots:  map[listKey]*snapshot{},
+		current:    map[payload.ObjectID]bool{},
 		nsState:    nsState{nsGates: map[string]*nsGate{}},
 	}
 	for _, c := range cleanup.Candidates(rel) {
 		p.candidates[c.Component] = c
 		p.gates[c.Component] = &gate{}
 	}
+	watching := e.watchingLive()
 	for i, m := range rel.Manifests {
 		p.results[i] = ObjectResult{ID: m.ID(), File: m.Position(), Delete: m.Delete(), Action: ActionNotRun}
+		if !m.Delete() && watching {
+			if rc, err := e.resolve(m.GVK, m.Obj.GetNamespace(), false); err == nil && e.unchangedSince(m, rc) {
+				p.current[m.ID()] = true
+				p.total++
+				continue
+			}
+		}
 		key := listKey{gvk: m.GVK, namespace: m.Obj.GetNamespace()}
 		p.groupSize[key]++
 		if m.Delete() {

@@ -155,6 +155,9 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	})
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	// Resyncs then read only the objects that changed since they were
+	// found as their manifests want.
+	o.engine.WatchLive(ctx)
 	defer o.observe.watchAdminAcks(ctx, poke)()
 	// The update graph is read beside the syncs, which never wait for it;
 	// an answer that changes the status starts one.

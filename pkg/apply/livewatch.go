@@ -1,0 +1,146 @@
+package apply
+
+import (
+	"context"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/payload-applier/payload-applier/pkg/payload"
+)
+
+// liveVersions watches the metadata of the resources the engine has
+// applied, so that a resync knows which objects changed since it last
+// found them as their manifests want without reading each one: the CVO
+// reads every object on every resync, and on an idle cluster nearly all of
+// those reads find nothing new. A watch costs one request per resource
+// when it starts and one each time the server ends it, every 5 to 10
+// minutes; only names, namespaces and resourceVersions are kept.
+//
+// A change the watch has not delivered yet when a pass looks is repaired
+// by the next pass, as a change made just after a pass would be.
+type liveVersions struct {
+	client metadata.Interface
+	ctx    context.Context
+
+	mu        sync.Mutex
+	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+}
+
+func newLiveVersions(ctx context.Context, client metadata.Interface) *liveVersions {
+	return &liveVersions{client: client, ctx: ctx, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
+}
+
+// version returns the resourceVersion the watch last saw for the object,
+// and whether the watch of its resource has listed and so knows it; an
+// object the synced watch does not hold is gone, which the caller learns
+// by reading it.
+func (l *liveVersions) version(gvr schema.GroupVersionResource, namespace, name string) (string, bool) {
+	if l == nil {
+		return "", false
+	}
+	l.mu.Lock()
+	inf := l.informers[gvr]
+	l.mu.Unlock()
+	if inf == nil || !inf.HasSynced() {
+		return "", false
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	obj, ok, err := inf.GetStore().GetByKey(key)
+	if err != nil || !ok {
+		return "", false
+	}
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return "", false
+	}
+	return m.ResourceVersion, true
+}
+
+// watch starts the watches of the resources not watched yet. They end
+// with the context the engine was given to watch with.
+func (l *liveVersions) watch(gvrs map[schema.GroupVersionResource]bool) {
+	if l == nil || l.ctx.Err() != nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for gvr := range gvrs {
+		if l.informers[gvr] != nil {
+			continue
+		}
+		inf := metadatainformer.NewFilteredMetadataInformer(l.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
+		_ = inf.SetTransform(keepVersionOnly)
+		l.informers[gvr] = inf
+		go inf.RunWithContext(l.ctx)
+	}
+}
+
+// keepVersionOnly keeps of an object what version needs: a cluster's
+// ConfigMaps and Secrets are many, and their managedFields are most of
+// their metadata.
+func keepVersionOnly(obj interface{}) (interface{}, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
+	}}, nil
+}
+
+// WatchLive lets the engine watch, until ctx ends, the metadata of the
+// resources it applies (liveVersions), so that its resyncs read only the
+// objects that changed. It needs Config.Metadata; without, it does
+// nothing. A one-shot apply has no use for it.
+func (e *Engine) WatchLive(ctx context.Context) {
+	if e.metadata == nil {
+		return
+	}
+	e.appliedMu.Lock()
+	defer e.appliedMu.Unlock()
+	if e.live == nil {
+		e.live = newLiveVersions(ctx, e.metadata)
+	}
+}
+
+func (e *Engine) watchingLive() bool {
+	e.appliedMu.Lock()
+	defer e.appliedMu.Unlock()
+	return e.live != nil
+}
+
+// watchApplied starts watching the resources of the objects this engine
+// has applied.
+func (e *Engine) watchApplied() {
+	e.appliedMu.Lock()
+	live := e.live
+	gvrs := map[schema.GroupVersionResource]bool{}
+	for _, st := range e.applied {
+		gvrs[st.gvr] = true
+	}
+	e.appliedMu.Unlock()
+	live.watch(gvrs)
+}
+
+// unchangedSince reports whether m's object is, as the watch last saw it,
+// the version this engine last found as m wants it, and healthy then: a
+// pass then needs neither to read it nor to judge its health again.
+func (e *Engine) unchangedSince(m *payload.Manifest, rc resourceClient) bool {
+	e.appliedMu.Lock()
+	st, ok := e.applied[m.ID()]
+	live := e.live
+	e.appliedMu.Unlock()
+	if !ok || !st.healthy || st.hash != m.Hash() || st.gvr != rc.gvr {
+		return false
+	}
+	rv, known := live.version(rc.gvr, rc.namespace, m.Obj.GetName())
+	return known && rv == st.resourceVersion
+}

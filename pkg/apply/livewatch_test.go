@@ -1,0 +1,134 @@
+package apply
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	clienttesting "k8s.io/client-go/testing"
+
+	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/graph"
+)
+
+func cmMetadata(name, rv string) *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", ResourceVersion: rv},
+	}
+}
+
+// Once the engine watches what it applied, a resync reads only the
+// objects whose resourceVersion changed since it found them as their
+// manifests want; without the watch, it reads them all.
+func TestAResyncReadsOnlyWhatTheWatchSawChange(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rm, dyn := fakeConfigMaps(liveCM("a", "v"), liveCM("b", "v"), liveCM("c", "v"))
+	requests := map[string]int{}
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		requests[a.GetVerb()]++
+		return answerApplyPatches(a)
+	})
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	md := metadatafake.NewSimpleMetadataClient(scheme, cmMetadata("a", "7"), cmMetadata("b", "7"), cmMetadata("c", "7"))
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := planRelease(t, planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "v")},
+		planDoc{"0000_50_a_02_b.yaml", cmYAML("b", "v")}, planDoc{"0000_50_a_03_c.yaml", cmYAML("c", "v")})
+	resync := func() map[string]int {
+		t.Helper()
+		clear(requests)
+		res, err := e.Sync(ctx, rel, SyncOptions{Mode: graph.ModeReconcile})
+		if err != nil || !res.Complete() {
+			t.Fatalf("sync: %v %v", err, res.Errors)
+		}
+		for _, o := range res.Objects {
+			if o.Action != ActionUnchanged {
+				t.Errorf("%s: %s, want unchanged", o.ID, o.Action)
+			}
+		}
+		return map[string]int{"get": requests["get"], "list": requests["list"]}
+	}
+	if got := resync(); got["get"] != 3 {
+		t.Fatalf("resync before watching: %v; want a GET each", got)
+	}
+	// Watching starts with the first pass after WatchLive, for what it applied.
+	e.WatchLive(ctx)
+	resync()
+	waitVersion := func(name, rv string) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			got, ok := e.live.version(configMapsGVR, "ns", name)
+			return ok && got == rv, nil
+		}); err != nil {
+			t.Fatalf("the watch never saw %s at %s", name, rv)
+		}
+	}
+	waitVersion("a", "7")
+	if got := resync(); got["get"]+got["list"] != 0 {
+		t.Errorf("resync with nothing changed: %v; want no read", got)
+	}
+	// Someone else writes b: its new version makes the next pass read it,
+	// and only it.
+	if _, err := md.Resource(configMapsGVR).Namespace("ns").Patch(ctx, "b", types.MergePatchType,
+		[]byte(`{"metadata":{"resourceVersion":"8"}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion("b", "8")
+	if got := resync(); got["get"] != 1 || got["list"] != 0 {
+		t.Errorf("resync after b changed: %v; want one GET", got)
+	}
+}
+
+// An object is taken as unchanged only when the watch knows it at the very
+// version this engine last found healthy and as this manifest wants it.
+func TestUnchangedSinceNeedsTheSameVersionManifestAndHealth(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rm, dyn := fakeConfigMaps()
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	md := metadatafake.NewSimpleMetadataClient(scheme, cmMetadata("a", "7"))
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := planRelease(t, planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "v")})
+	m := rel.Manifests[0]
+	rc := resourceClient{gvr: configMapsGVR, namespace: "ns"}
+	if e.unchangedSince(m, rc) {
+		t.Fatal("unchanged before WatchLive")
+	}
+	e.WatchLive(ctx)
+	good := appliedState{hash: m.Hash(), resourceVersion: "7", gvr: configMapsGVR, healthy: true}
+	e.applied[m.ID()] = good
+	e.watchApplied()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return e.unchangedSince(m, rc), nil
+	}); err != nil {
+		t.Fatal("never unchanged at the same version, manifest and health")
+	}
+	for name, st := range map[string]appliedState{
+		"another version":  {hash: good.hash, resourceVersion: "6", gvr: good.gvr, healthy: true},
+		"another manifest": {hash: good.hash + 1, resourceVersion: "7", gvr: good.gvr, healthy: true},
+		"unhealthy":        {hash: good.hash, resourceVersion: "7", gvr: good.gvr, healthy: false},
+	} {
+		e.applied[m.ID()] = st
+		if e.unchangedSince(m, rc) {
+			t.Errorf("%s: taken as unchanged", name)
+		}
+	}
+	e.applied[m.ID()] = good
+	if e.unchangedSince(m, resourceClient{gvr: configMapsGVR, namespace: "other"}) {
+		t.Error("another namespace: taken as unchanged")
+	}
+}
