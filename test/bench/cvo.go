@@ -56,6 +56,9 @@ type sideRun struct {
 	FailedBy map[string]int
 	// PeakRSSMiB is the process's VmHWM when Completed was seen.
 	PeakRSSMiB float64
+	// AnonPeakMiB is its largest sampled RssAnon until then: heap and
+	// stacks, without the binary's pages.
+	AnonPeakMiB float64
 	// IdleRequests and IdleWrites are per minute over the idle window
 	// after Completed; zero without one.
 	IdleRequests, IdleWrites float64
@@ -171,16 +174,17 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 	}
 	defer stopProcess(cmd)
 	versions := operatorVersions(rel)
-	var peak int64
+	var peak, anonPeak int64
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, sideTimeout, true, func(ctx context.Context) (bool, error) {
-		if hwm, _, _, err := procMemory(cmd.Process.Pid); err == nil {
-			peak = max(peak, hwm)
+		if hwm, _, anon, err := procMemory(cmd.Process.Pid); err == nil {
+			peak, anonPeak = max(peak, hwm), max(anonPeak, anon)
 		}
 		reportAvailable(ctx, e, versions)
 		return completedOn(ctx, e, rel.Version), nil
 	})
 	r.Completed = time.Since(start)
 	r.PeakRSSMiB = float64(peak) / 1024
+	r.AnonPeakMiB = float64(anonPeak) / 1024
 	if err != nil {
 		r.Err = fmt.Sprintf("not Completed within %s (log %s): %v", sideTimeout, logPath, err)
 		return r
@@ -445,16 +449,16 @@ func completedOn(ctx context.Context, e *env, version string) bool {
 func sideTable(runs []sideRun, rel *payload.Release) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nSide by side on %s (%d manifests applied by payload-applier's filters), one fresh control plane per run:\n\n", rel.Version, len(rel.Manifests))
-	b.WriteString("| operator | start → first write | start → Completed | requests | writes | failed requests | peak RSS | idle requests/min | idle writes/min |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| operator | start → first write | start → Completed | requests | writes | failed requests | peak RSS | anonymous peak | idle requests/min | idle writes/min |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	row := func(name string, r sideRun) {
-		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %d | %d | %d | %.0f MiB | %.1f | %.1f |\n", name, r.FirstWrite.Seconds(), r.Completed.Seconds(),
-			r.Requests, r.Writes, r.Failed, r.PeakRSSMiB, r.IdleRequests, r.IdleWrites)
+		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %d | %d | %d | %.0f MiB | %.0f MiB | %.1f | %.1f |\n", name, r.FirstWrite.Seconds(), r.Completed.Seconds(),
+			r.Requests, r.Writes, r.Failed, r.PeakRSSMiB, r.AnonPeakMiB, r.IdleRequests, r.IdleWrites)
 	}
 	byOperator := map[string][]sideRun{}
 	var order []string
 	for _, r := range runs {
 		if r.Err != "" {
-			fmt.Fprintf(&b, "| %s | failed: %s | | | | | | | |\n", r.Operator, strings.ReplaceAll(r.Err, "|", "/"))
+			fmt.Fprintf(&b, "| %s | failed: %s | | | | | | | | |\n", r.Operator, strings.ReplaceAll(r.Err, "|", "/"))
 			continue
 		}
 		row(r.Operator, r)
@@ -508,6 +512,7 @@ func medianRun(runs []sideRun) sideRun {
 		Writes:       int(med(func(r sideRun) float64 { return float64(r.Writes) })),
 		Failed:       int(med(func(r sideRun) float64 { return float64(r.Failed) })),
 		PeakRSSMiB:   med(func(r sideRun) float64 { return r.PeakRSSMiB }),
+		AnonPeakMiB:  med(func(r sideRun) float64 { return r.AnonPeakMiB }),
 		IdleRequests: med(func(r sideRun) float64 { return r.IdleRequests }),
 		IdleWrites:   med(func(r sideRun) float64 { return r.IdleWrites }),
 	}
