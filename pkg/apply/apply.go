@@ -122,13 +122,18 @@ func (p *pass) createsUnread(m *payload.Manifest) bool {
 // the CVO's typed clients, it lets the server drop the fields the schema
 // does not declare (fieldValidation=Warn); the server's warnings name them,
 // and they are reported and left out of the later applies, which would
-// refuse them. A manifest the POST still rejects goes through write.
+// refuse them. A manifest the POST still rejects goes through write, and
+// so does a custom resource whose CRD is so new that the server would hold
+// its POST (CreateHeld).
 func (e *Engine) create(ctx context.Context, m *payload.Manifest, rc resourceClient, want *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	gvk := want.GroupVersionKind()
 	if e.createsTyped(gvk) {
 		if created, typed, err := e.createTyped(ctx, rc, want); typed {
 			return created, err
 		}
+	}
+	if e.createHeld(gvk.GroupKind()) {
+		return e.write(ctx, m, rc, want, true)
 	}
 	wctx, warned := collectWarnings(ctx)
 	created, err := rc.ri.Create(wctx, want, metav1.CreateOptions{FieldManager: FieldManager, FieldValidation: metav1.FieldValidationWarn})
@@ -274,6 +279,7 @@ func (p *pass) awaitEstablished(ctx context.Context, m *payload.Manifest, rc res
 	if !p.e.mapper.learn(established) {
 		p.e.mapper.invalidate()
 	}
+	p.e.noteEstablished(established)
 	return established, CheckHealth(m.Obj, established)
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -118,6 +119,9 @@ type Engine struct {
 	// refused as they stand, so that the next object of the kind is
 	// created that way at once.
 	typedCreates map[schema.GroupKind]bool
+	// established holds, per kind, the CRD this engine last saw become
+	// Established, for createHeld.
+	established map[schema.GroupKind]*unstructured.Unstructured
 
 	// stuckReported keeps Events about stuck deletes to one per object.
 	stuckMu       sync.Mutex
@@ -173,6 +177,7 @@ func New(cfg Config) (*Engine, error) {
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
 		typedCreates:  typedCreateKinds(),
+		established:   map[schema.GroupKind]*unstructured.Unstructured{},
 		stuckReported: map[payload.ObjectID]bool{},
 	}, nil
 }

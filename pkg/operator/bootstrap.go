@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -29,9 +30,14 @@ func (o *Operator) Bootstrap(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var cvHeld bool
 	for _, crd := range crds {
-		if err := ensureCRD(ctx, o.dynamic, crd); err != nil {
+		live, err := ensureCRD(ctx, o.dynamic, crd)
+		if err != nil {
 			return err
+		}
+		if crd.GetName() == clusterVersionsResource.GroupResource().String() {
+			cvHeld = apply.CreateHeld(live, o.clock.Now())
 		}
 	}
 	if _, err := o.kube.CoreV1().Namespaces().Get(ctx, o.cfg.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
@@ -48,7 +54,7 @@ func (o *Operator) Bootstrap(ctx context.Context) error {
 			ObjectMeta: metav1.ObjectMeta{Name: o.cfg.Name},
 			Spec:       configv1.ClusterVersionSpec{ClusterID: configv1.ClusterID(uuid.NewString())},
 		}
-		if _, err := cvs.Create(ctx, cv, metav1.CreateOptions{FieldValidation: "Ignore"}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := o.createClusterVersion(ctx, cv, cvHeld); err != nil {
 			return fmt.Errorf("create ClusterVersion %s: %w", o.cfg.Name, err)
 		}
 	} else if err != nil {
@@ -57,20 +63,49 @@ func (o *Operator) Bootstrap(ctx context.Context) error {
 	return nil
 }
 
-// ensureCRD creates a missing CRD and waits until it is Established. An
-// existing CRD is left alone: a newer one may be installed by the payload.
-func ensureCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Unstructured) error {
-	ri := dyn.Resource(payload.CRDGVR)
-	_, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
-	if err == nil {
+// createClusterVersion creates cv, by server-side apply while the
+// apiserver would hold its POST (apply.CreateHeld): on a first install
+// that is 2 s with nothing else to do.
+func (o *Operator) createClusterVersion(ctx context.Context, cv *configv1.ClusterVersion, held bool) error {
+	if !held {
+		_, err := o.config.ConfigV1().ClusterVersions().Create(ctx, cv, metav1.CreateOptions{FieldValidation: "Ignore"})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{
+		"apiVersion": configv1.GroupVersion.String(), "kind": "ClusterVersion",
+		"metadata": map[string]interface{}{"name": cv.Name},
+		"spec":     map[string]interface{}{"clusterID": string(cv.Spec.ClusterID)},
+	}}
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		return err
+	}
+	// Without force: a ClusterVersion made meanwhile keeps its cluster ID.
+	_, err = o.dynamic.Resource(clusterVersionsResource).Patch(ctx, cv.Name, types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: apply.FieldManager})
+	if apierrors.IsConflict(err) {
 		return nil
 	}
+	return err
+}
+
+// ensureCRD creates a missing CRD and waits until it is Established, and
+// returns it. An existing CRD is left alone: a newer one may be installed
+// by the payload.
+func ensureCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ri := dyn.Resource(payload.CRDGVR)
+	live, err := ri.Get(ctx, crd.GetName(), metav1.GetOptions{})
+	if err == nil {
+		return live, nil
+	}
 	if !apierrors.IsNotFound(err) {
-		return fmt.Errorf("get CRD %s: %w", crd.GetName(), err)
+		return nil, fmt.Errorf("get CRD %s: %w", crd.GetName(), err)
 	}
 	created, err := ri.Create(ctx, crd, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
+		return nil, fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
 	}
 	rv := "" // made meanwhile by another: from its current state
 	if created != nil {
@@ -78,8 +113,7 @@ func ensureCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Uns
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	_, err = apply.WaitEstablished(ctx, ri, crd.GetName(), rv)
-	return err
+	return apply.WaitEstablished(ctx, ri, crd.GetName(), rv)
 }
 
 // hostIdentity names this process for leader election: the host name plus
