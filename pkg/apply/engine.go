@@ -328,7 +328,9 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	r := p.result(walks)
 	r.CleanupErr = cleanupErr
-	e.watchApplied()
+	if opts.Mode == graph.ModeReconcile {
+		e.watchApplied()
+	}
 	return r, nil
 }
 

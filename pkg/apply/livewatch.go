@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -64,14 +65,17 @@ func (l *liveVersions) version(gvr schema.GroupVersionResource, namespace, name 
 	return m.ResourceVersion, true
 }
 
-// watch starts the watches of the resources not watched yet. They end
-// with the context the engine was given to watch with.
+// watch starts the watches of the resources not watched yet, one after
+// another, each once the one before has listed (or failed to within
+// syncWait): started together, their LISTs would come as one burst that
+// the apiserver's priority and fairness may refuse (429). They end with
+// the context the engine was given to watch with.
 func (l *liveVersions) watch(gvrs map[schema.GroupVersionResource]bool) {
 	if l == nil || l.ctx.Err() != nil {
 		return
 	}
+	var start []cache.SharedIndexInformer
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	for gvr := range gvrs {
 		if l.informers[gvr] != nil {
 			continue
@@ -79,9 +83,24 @@ func (l *liveVersions) watch(gvrs map[schema.GroupVersionResource]bool) {
 		inf := metadatainformer.NewFilteredMetadataInformer(l.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 		_ = inf.SetTransform(keepVersionOnly)
 		l.informers[gvr] = inf
-		go inf.RunWithContext(l.ctx)
+		start = append(start, inf)
 	}
+	l.mu.Unlock()
+	if len(start) == 0 {
+		return
+	}
+	go func() {
+		for _, inf := range start {
+			go inf.RunWithContext(l.ctx)
+			ctx, cancel := context.WithTimeout(l.ctx, syncWait)
+			cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+			cancel()
+		}
+	}()
 }
+
+// syncWait bounds how long the next watch waits for one that cannot list.
+const syncWait = 10 * time.Second
 
 // keepVersionOnly keeps of an object what version needs: a cluster's
 // ConfigMaps and Secrets are many, and their managedFields are most of
@@ -118,7 +137,9 @@ func (e *Engine) watchingLive() bool {
 }
 
 // watchApplied starts watching the resources of the objects this engine
-// has applied.
+// has applied. Only reconcile passes call it: an install or an update
+// then sends no request of it, and the watches start once the cluster
+// runs its release.
 func (e *Engine) watchApplied() {
 	e.appliedMu.Lock()
 	live := e.live

@@ -61,8 +61,15 @@ func TestAResyncReadsOnlyWhatTheWatchSawChange(t *testing.T) {
 	if got := resync(); got["get"] != 3 {
 		t.Fatalf("resync before watching: %v; want a GET each", got)
 	}
-	// Watching starts with the first pass after WatchLive, for what it applied.
+	// Watching starts with the first reconcile pass after WatchLive, for
+	// what it applied; an install pass starts none.
 	e.WatchLive(ctx)
+	if _, err := e.Sync(ctx, rel, SyncOptions{Mode: graph.ModeInstall}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(e.live.informers); n != 0 {
+		t.Fatalf("an install pass started %d watches", n)
+	}
 	resync()
 	waitVersion := func(name, rv string) {
 		t.Helper()
