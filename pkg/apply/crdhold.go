@@ -26,6 +26,14 @@ const createHold = 3 * time.Second
 // resource the engine creates is read again only in a later pass.
 // Clock skew errs either way into a held POST or an apply, both correct.
 func CreateHeld(crd *unstructured.Unstructured, now time.Time) bool {
+	t, ok := establishedAt(crd)
+	return ok && heldAt(t, now)
+}
+
+func heldAt(established, now time.Time) bool { return now.Before(established.Add(createHold)) }
+
+// establishedAt is when crd became Established, by its condition.
+func establishedAt(crd *unstructured.Unstructured) (time.Time, bool) {
 	conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]interface{})
@@ -35,11 +43,11 @@ func CreateHeld(crd *unstructured.Unstructured, now time.Time) bool {
 		s, _ := m["lastTransitionTime"].(string)
 		var t metav1.Time
 		if err := t.UnmarshalQueryParameter(s); err != nil || t.IsZero() {
-			return false
+			return time.Time{}, false
 		}
-		return now.Before(t.Add(createHold))
+		return t.Time, true
 	}
-	return false
+	return time.Time{}, false
 }
 
 // crdGroupKind is the kind a CRD serves.
@@ -49,17 +57,22 @@ func crdGroupKind(crd *unstructured.Unstructured) schema.GroupKind {
 	return schema.GroupKind{Group: group, Kind: kind}
 }
 
-// noteEstablished remembers when crd became Established, for createHeld.
+// noteEstablished remembers when crd became Established, for createHeld;
+// only the time, as a CRD's schema can be large.
 func (e *Engine) noteEstablished(crd *unstructured.Unstructured) {
+	t, ok := establishedAt(crd)
+	if !ok {
+		return
+	}
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
-	e.established[crdGroupKind(crd)] = crd
+	e.established[crdGroupKind(crd)] = t
 }
 
 // createHeld reports whether a POST of gk now would be held (CreateHeld).
 func (e *Engine) createHeld(gk schema.GroupKind) bool {
 	e.appliedMu.Lock()
-	crd := e.established[gk]
+	t, ok := e.established[gk]
 	e.appliedMu.Unlock()
-	return crd != nil && CreateHeld(crd, e.clock.Now())
+	return ok && heldAt(t, e.clock.Now())
 }

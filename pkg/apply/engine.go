@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -119,9 +118,9 @@ type Engine struct {
 	// refused as they stand, so that the next object of the kind is
 	// created that way at once.
 	typedCreates map[schema.GroupKind]bool
-	// established holds, per kind, the CRD this engine last saw become
-	// Established, for createHeld.
-	established map[schema.GroupKind]*unstructured.Unstructured
+	// established holds, per kind, when the CRD this engine last saw
+	// become Established did, for createHeld.
+	established map[schema.GroupKind]time.Time
 
 	// stuckReported keeps Events about stuck deletes to one per object.
 	stuckMu       sync.Mutex
@@ -177,7 +176,7 @@ func New(cfg Config) (*Engine, error) {
 		applied:       map[payload.ObjectID]appliedState{},
 		undeclared:    map[payload.ObjectID][]string{},
 		typedCreates:  typedCreateKinds(),
-		established:   map[schema.GroupKind]*unstructured.Unstructured{},
+		established:   map[schema.GroupKind]time.Time{},
 		stuckReported: map[payload.ObjectID]bool{},
 	}, nil
 }
