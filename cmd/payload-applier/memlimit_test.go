@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"runtime/debug"
 	"testing"
 	"testing/fstest"
@@ -57,30 +58,51 @@ func TestCgroupLimit(t *testing.T) {
 	}
 }
 
-func TestSetMemoryLimitFromCgroupLeavesGOMEMLIMIT(t *testing.T) {
-	fs := fstest.MapFS{
-		"proc/self/cgroup":         &fstest.MapFile{Data: []byte("0::/\n")},
-		"sys/fs/cgroup/memory.max": &fstest.MapFile{Data: []byte("1073741824\n")},
+func TestGoMemoryLimit(t *testing.T) {
+	container := func(limit string) fstest.MapFS {
+		return fstest.MapFS{
+			"proc/self/cgroup":         &fstest.MapFile{Data: []byte("0::/\n")},
+			"sys/fs/cgroup/memory.max": &fstest.MapFile{Data: []byte(limit + "\n")},
+		}
 	}
-	t.Setenv("GOMEMLIMIT", "500MiB")
-	if got := setMemoryLimitFromCgroup(fs); got != 0 {
-		t.Errorf("with GOMEMLIMIT set, the limit was changed to %d", got)
+	const mi = 1 << 20
+	for _, c := range []struct {
+		name     string
+		fs       fstest.MapFS
+		env      string
+		flag     string
+		explicit bool
+		want     int64
+		err      bool
+	}{
+		{name: "default, no container limit", fs: fstest.MapFS{}, want: 64 * mi},
+		{name: "default under a large container limit", fs: container("1073741824"), want: 64 * mi},
+		{name: "90% of a smaller container limit", fs: container("52428800"), want: 52428800 / 100 * memoryLimitPercent},
+		{name: "GOMEMLIMIT set: left alone", fs: container("52428800"), env: "500MiB", want: 0},
+		{name: "the flag wins over GOMEMLIMIT", fs: fstest.MapFS{}, env: "500MiB", flag: "128Mi", explicit: true, want: 128 * mi},
+		{name: "0: none", fs: container("52428800"), flag: "0", explicit: true, want: math.MaxInt64},
+		{name: "not a quantity", fs: fstest.MapFS{}, flag: "lots", explicit: true, err: true},
+		{name: "negative", fs: fstest.MapFS{}, flag: "-1Mi", explicit: true, err: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("GOMEMLIMIT", c.env)
+			got, err := goMemoryLimit(c.fs, c.flag, c.explicit)
+			if (err != nil) != c.err || got != c.want {
+				t.Errorf("goMemoryLimit = %d, %v; want %d, error %v", got, err, c.want, c.err)
+			}
+		})
 	}
 }
 
-func TestSetMemoryLimitFromCgroup(t *testing.T) {
-	fs := fstest.MapFS{
-		"proc/self/cgroup":         &fstest.MapFile{Data: []byte("0::/\n")},
-		"sys/fs/cgroup/memory.max": &fstest.MapFile{Data: []byte("1073741824\n")},
-	}
+func TestSetGoMemoryLimitSetsTheRuntimes(t *testing.T) {
 	t.Setenv("GOMEMLIMIT", "")
 	prev := debug.SetMemoryLimit(-1)
 	defer debug.SetMemoryLimit(prev)
-	want := int64(1073741824 / 100 * memoryLimitPercent)
-	if got := setMemoryLimitFromCgroup(fs); got != want {
-		t.Errorf("limit set = %d, want %d", got, want)
+	got, err := setGoMemoryLimit(fstest.MapFS{}, "96Mi", true)
+	if err != nil || got != 96<<20 {
+		t.Fatalf("setGoMemoryLimit = %d, %v", got, err)
 	}
-	if got := debug.SetMemoryLimit(-1); got != want {
-		t.Errorf("runtime's limit = %d, want %d", got, want)
+	if rt := debug.SetMemoryLimit(-1); rt != 96<<20 {
+		t.Errorf("runtime's limit = %d, want %d", rt, 96<<20)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -26,25 +27,26 @@ import (
 )
 
 type startOptions struct {
-	cluster     clusterFlags
-	registry    registryFlags
-	payloads    string
-	strictOrder bool
-	listen      string
-	leaderElect bool
-	resync      time.Duration
-	identity    string
-	updateGraph string
-	graphEvery  time.Duration
-	graphWait   time.Duration
-	stallAfter  time.Duration
-	stuckAfter  time.Duration
-	liveWindow  time.Duration
-	tlsCert     string
-	tlsKey      string
-	inclusion   inclusionFlags
-	prometheus  prometheusFlags
-	rate        budgetFlags
+	goMemoryLimit string
+	cluster       clusterFlags
+	registry      registryFlags
+	payloads      string
+	strictOrder   bool
+	listen        string
+	leaderElect   bool
+	resync        time.Duration
+	identity      string
+	updateGraph   string
+	graphEvery    time.Duration
+	graphWait     time.Duration
+	stallAfter    time.Duration
+	stuckAfter    time.Duration
+	liveWindow    time.Duration
+	tlsCert       string
+	tlsKey        string
+	inclusion     inclusionFlags
+	prometheus    prometheusFlags
+	rate          budgetFlags
 }
 
 func newStartCommand() *cobra.Command { return (&startOptions{}).command() }
@@ -93,6 +95,7 @@ the latter rate in a bucket of their own; --kube-api-qps 0 and
 	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store: a directory with one payload directory per version; without it, releases are read by image only")
 	o.registry.addPull(cmd)
 	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:9099", "address for /metrics, /healthz and /readyz; plain HTTP on loopback, HTTPS with /metrics behind the cluster's authentication and authorization elsewhere; empty disables it")
+	cmd.Flags().StringVar(&o.goMemoryLimit, "go-memory-limit", defaultGoMemoryLimit, "soft memory limit of the Go runtime (GOMEMLIMIT), which collects garbage harder near it and never refuses memory; 0 for none; default "+defaultGoMemoryLimit+", or 90% of the container's memory limit when lower, unless GOMEMLIMIT is set")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease so that only one instance acts")
 	cmd.Flags().DurationVar(&o.resync, "resync-interval", 2*time.Minute, "base resync period; each wait is drawn from [interval, 2×interval)")
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
@@ -138,8 +141,12 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
-	if soft := setMemoryLimitFromCgroup(os.DirFS("/")); soft > 0 {
-		klog.FromContext(cmd.Context()).Info("Go memory limit set below the container's", "GOMEMLIMIT", soft)
+	soft, err := setGoMemoryLimit(os.DirFS("/"), o.goMemoryLimit, cmd.Flags().Changed("go-memory-limit"))
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
+	if soft > 0 && soft < math.MaxInt64 {
+		klog.FromContext(cmd.Context()).Info("Go memory limit set", "bytes", soft)
 	}
 	// The operator keeps the releases it uses and drops the rest; the parse
 	// cache would keep an old release's objects alive after an update.
