@@ -328,7 +328,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	r := p.result(walks)
 	r.CleanupErr = cleanupErr
 	if opts.Mode == graph.ModeReconcile {
-		e.watchApplied()
+		e.watchApplied(p.appliedResources())
 	}
 	return r, nil
 }

@@ -29,11 +29,18 @@ type liveVersions struct {
 	ctx    context.Context
 
 	mu        sync.Mutex
-	informers map[schema.GroupVersionResource]cache.SharedIndexInformer
+	informers map[schema.GroupVersionResource]*liveWatch
+}
+
+// liveWatch is one resource's watch, which runs until ctx ends.
+type liveWatch struct {
+	cache.SharedIndexInformer
+	ctx  context.Context
+	stop context.CancelFunc
 }
 
 func newLiveVersions(ctx context.Context, client metadata.Interface) *liveVersions {
-	return &liveVersions{client: client, ctx: ctx, informers: map[schema.GroupVersionResource]cache.SharedIndexInformer{}}
+	return &liveVersions{client: client, ctx: ctx, informers: map[schema.GroupVersionResource]*liveWatch{}}
 }
 
 // version returns the resourceVersion the watch last saw for the object,
@@ -65,35 +72,45 @@ func (l *liveVersions) version(gvr schema.GroupVersionResource, namespace, name 
 	return m.ResourceVersion, true
 }
 
-// watch starts the watches of the resources not watched yet, one after
-// another, each once the one before has listed (or failed to within
-// syncWait): started together, their LISTs would come as one burst that
-// the apiserver's priority and fairness may refuse (429). They end with
-// the context the engine was given to watch with.
+// watch makes the watched resources gvrs: it stops the watches of the
+// others (a resource the release no longer applies may no longer be
+// served), and starts the missing ones one after another, each once the
+// one before has listed (or failed to within syncWait): started together,
+// their LISTs would come as one burst that the apiserver's priority and
+// fairness may refuse (429). All end with the context the engine was
+// given to watch with.
 func (l *liveVersions) watch(gvrs map[schema.GroupVersionResource]bool) {
 	if l == nil || l.ctx.Err() != nil {
 		return
 	}
-	var start []cache.SharedIndexInformer
+	var start []*liveWatch
 	l.mu.Lock()
+	for gvr, w := range l.informers {
+		if !gvrs[gvr] {
+			w.stop()
+			delete(l.informers, gvr)
+		}
+	}
 	for gvr := range gvrs {
 		if l.informers[gvr] != nil {
 			continue
 		}
 		inf := metadatainformer.NewFilteredMetadataInformer(l.client, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 		_ = inf.SetTransform(keepVersionOnly)
-		l.informers[gvr] = inf
-		start = append(start, inf)
+		ctx, stop := context.WithCancel(l.ctx)
+		w := &liveWatch{SharedIndexInformer: inf, ctx: ctx, stop: stop}
+		l.informers[gvr] = w
+		start = append(start, w)
 	}
 	l.mu.Unlock()
 	if len(start) == 0 {
 		return
 	}
 	go func() {
-		for _, inf := range start {
-			go inf.RunWithContext(l.ctx)
-			ctx, cancel := context.WithTimeout(l.ctx, syncWait)
-			cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+		for _, w := range start {
+			go w.RunWithContext(w.ctx)
+			ctx, cancel := context.WithTimeout(w.ctx, syncWait)
+			cache.WaitForCacheSync(ctx.Done(), w.HasSynced)
 			cancel()
 		}
 	}()
@@ -136,17 +153,13 @@ func (e *Engine) watchingLive() bool {
 	return e.live != nil
 }
 
-// watchApplied starts watching the resources of the objects this engine
-// has applied. Only reconcile passes call it: an install or an update
-// then sends no request of it, and the watches start once the cluster
-// runs its release.
-func (e *Engine) watchApplied() {
+// watchApplied watches the resources of the objects this pass applied
+// or found as their manifests want, and no others. Only reconcile passes
+// call it: an install or an update then sends no request of it, and the
+// watches start once the cluster runs its release.
+func (e *Engine) watchApplied(gvrs map[schema.GroupVersionResource]bool) {
 	e.appliedMu.Lock()
 	live := e.live
-	gvrs := map[schema.GroupVersionResource]bool{}
-	for _, st := range e.applied {
-		gvrs[st.gvr] = true
-	}
 	e.appliedMu.Unlock()
 	live.watch(gvrs)
 }

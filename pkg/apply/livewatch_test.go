@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	metadatafake "k8s.io/client-go/metadata/fake"
@@ -118,7 +119,7 @@ func TestUnchangedSinceNeedsTheSameVersionManifestAndHealth(t *testing.T) {
 	e.WatchLive(ctx)
 	good := appliedState{hash: m.Hash(), resourceVersion: "7", gvr: configMapsGVR, healthy: true}
 	e.applied[m.ID()] = good
-	e.watchApplied()
+	e.watchApplied(map[schema.GroupVersionResource]bool{configMapsGVR: true})
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return e.unchangedSince(m, rc), nil
 	}); err != nil {
@@ -137,5 +138,10 @@ func TestUnchangedSinceNeedsTheSameVersionManifestAndHealth(t *testing.T) {
 	e.applied[m.ID()] = good
 	if e.unchangedSince(m, resourceClient{gvr: configMapsGVR, namespace: "other"}) {
 		t.Error("another namespace: taken as unchanged")
+	}
+	// A resource no pass applies any more is no longer watched.
+	e.watchApplied(map[schema.GroupVersionResource]bool{})
+	if e.unchangedSince(m, rc) || len(e.live.informers) != 0 {
+		t.Error("a resource no longer applied is still watched")
 	}
 }

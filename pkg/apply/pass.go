@@ -263,6 +263,20 @@ func (p *pass) prefetchSnapshots(ctx context.Context) {
 
 func (p *pass) waitPrefetch() { p.prefetching.Wait() }
 
+// appliedResources are the resources of the objects this pass left as
+// their manifests want, read or not.
+func (p *pass) appliedResources() map[schema.GroupVersionResource]bool {
+	gvrs := map[schema.GroupVersionResource]bool{}
+	p.e.appliedMu.Lock()
+	defer p.e.appliedMu.Unlock()
+	for i, m := range p.rel.Manifests {
+		if st, ok := p.e.applied[m.ID()]; ok && p.results[i].Err == nil && !m.Delete() {
+			gvrs[st.gvr] = true
+		}
+	}
+	return gvrs
+}
+
 // retry runs fn with the pass's backoff while it fails with a retryable error.
 func (p *pass) retry(ctx context.Context, fn func() error) error {
 	backoff := *p.opts.Backoff
