@@ -92,10 +92,11 @@ cvo:
 # each, default 3; IDLE, e.g. 10m, also counts each one's requests per
 # minute once it completed; DIFF, a directory, also dumps both operators'
 # objects after the install and after they undid hand edits, and compares
-# them (DIFF/diff.md); PAYLOAD, a payload directory, replaces ocp-real (e.g.
+# them (DIFF/diff.md), and with UPDATE=1 after an update to a z-stream made
+# from the payload; PAYLOAD, a payload directory, replaces ocp-real (e.g.
 # examples/payloads/1.0.0). Prints the table; writes no docs.
 bench-cvo: build cluster-tools
-	$(GO) run ./test/bench -cvo "$$(hack/build-cvo.sh)" -reps $(or $(REPS),3) -idle $(or $(IDLE),0) $(if $(DIFF),-diff $(DIFF)) $(if $(PAYLOAD),-real $(PAYLOAD))
+	$(GO) run ./test/bench -cvo "$$(hack/build-cvo.sh)" -reps $(or $(REPS),3) -idle $(or $(IDLE),0) $(if $(DIFF),-diff $(DIFF)) $(if $(UPDATE),-update) $(if $(PAYLOAD),-real $(PAYLOAD))
 
 # One run of each tool at 1000 manifests, for a quick look; writes no docs.
 .PHONY: bench-quick

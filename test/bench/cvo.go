@@ -64,7 +64,9 @@ type sideRun struct {
 	IdleRequests, IdleWrites float64
 	// Edits is what became of the hand edits of the -diff check.
 	Edits []editResult
-	Err   string
+	// Update is how long the -update check's update took to Complete.
+	Update time.Duration
+	Err    string
 }
 
 // sideOperator starts one operator's process against a prepared cluster.
@@ -73,6 +75,8 @@ type sideOperator struct {
 	user string
 	// command returns the process to start, writing into work.
 	command func(e *env, rel *payload.Release, work string) (*exec.Cmd, error)
+	// update asks the running operator for next (update.go).
+	update func(ctx context.Context, e *env, next *payload.Release, work string) error
 }
 
 // sideBySide runs each operator reps times, one fresh control plane per
@@ -87,13 +91,22 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 		return err
 	}
 	operators := []sideOperator{
-		{name: cvoName, user: cvoUser, command: cvoCommand(o.cvo)},
+		{name: cvoName, user: cvoUser, command: cvoCommand(o.cvo), update: cvoUpdate},
 		// At the CVO's client budget, start's default, and without one.
-		{name: applierName, user: "bench-payload-applier", command: applierCommand(cli)},
-		{name: "payload-applier-unlimited", user: "bench-payload-applier", command: applierCommand(cli, "--kube-api-qps", "0", "--install-kube-api-qps", "0")},
+		{name: applierName, user: "bench-payload-applier", command: applierCommand(cli), update: applierUpdate},
+		{name: "payload-applier-unlimited", user: "bench-payload-applier", command: applierCommand(cli, "--kube-api-qps", "0", "--install-kube-api-qps", "0"), update: applierUpdate},
 	}
 	// -tools picks one of them, to look into it alone.
 	operators = slices.DeleteFunc(operators, func(op sideOperator) bool { return !o.wants(op.name) })
+	var next *payload.Release
+	if o.update {
+		if o.diff == "" {
+			return fmt.Errorf("-update needs -diff")
+		}
+		if next, err = nextRelease(rel, filepath.Join(o.diff, "next-release")); err != nil {
+			return fmt.Errorf("next release: %w", err)
+		}
+	}
 	var runs []sideRun
 	edits := map[string][]editResult{}
 	for rep := 1; rep <= o.reps; rep++ {
@@ -105,7 +118,11 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 			if o.diff != "" && rep == 1 && (op.name == cvoName || op.name == applierName) {
 				diffDir = filepath.Join(o.diff, op.name)
 			}
-			r := runSide(ctx, o, op, rel, crds, diffDir)
+			var update *payload.Release
+			if diffDir != "" {
+				update = next
+			}
+			r := runSide(ctx, o, op, rel, crds, diffDir, update)
 			if r.Err != "" {
 				logf("%s: %s", op.name, r.Err)
 			}
@@ -132,14 +149,18 @@ func sideBySide(ctx context.Context, o options, cli string) error {
 // ClusterVersion says the payload's version Completed, and stops both.
 // With diffDir, it first dumps the objects, edits some and dumps them
 // again once op undid the edits (diff.go).
-func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Release, crds []*unstructured.Unstructured, diffDir string) sideRun {
+func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Release, crds []*unstructured.Unstructured, diffDir string, next *payload.Release) sideRun {
 	r := sideRun{Operator: op.name}
 	work, err := os.MkdirTemp(o.work, "side-")
 	if err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	e, err := startEnv(ctx, work, o.keepClusters)
+	var played []string
+	if next != nil {
+		played = updateControllers
+	}
+	e, err := startEnv(ctx, work, o.keepClusters, played...)
 	if err != nil {
 		r.Err = err.Error()
 		return r
@@ -211,6 +232,11 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 		logf("%s: differential check into %s", op.name, diffDir)
 		if r.Edits, err = diffInOperator(ctx, e, rel, versions, diffDir); err != nil {
 			r.Err = "diff: " + err.Error()
+		} else if next != nil {
+			logf("%s: update to %s", op.name, next.Version)
+			if r.Update, err = updateInOperator(ctx, e, op, next, work, filepath.Join(diffDir, phaseUpdate)); err != nil {
+				r.Err = "update: " + err.Error()
+			}
 		}
 	}
 	return r

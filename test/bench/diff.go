@@ -32,6 +32,7 @@ import (
 const (
 	phaseInstall   = "install"
 	phaseReconcile = "reconcile"
+	phaseUpdate    = "update"
 	// reconcileWait bounds the wait for an operator to undo the hand
 	// edits: the CVO resyncs every 2 to 4 minutes.
 	reconcileWait = 8 * time.Minute
@@ -303,13 +304,20 @@ func (h handEdit) manifestValue(rel *payload.Release) (string, error) {
 // kept ones is undone, or reconcileWait passed, while the stub keeps
 // playing the operators.
 func editAndWait(ctx context.Context, e *env, rel *payload.Release, versions map[string][]interface{}) ([]editResult, error) {
-	want := make([]string, len(handEdits))
-	for i, h := range handEdits {
+	// The edits of objects this payload applies (all of them on ocp-real).
+	var edits []handEdit
+	var want []string
+	for _, h := range handEdits {
 		v, err := h.manifestValue(rel)
 		if err != nil {
-			return nil, err
+			continue
 		}
-		want[i] = v
+		edits, want = append(edits, h), append(want, v)
+	}
+	if len(edits) == 0 {
+		return nil, nil
+	}
+	for _, h := range edits {
 		client, err := e.resource(h.object())
 		if err != nil {
 			return nil, err
@@ -330,14 +338,14 @@ func editAndWait(ctx context.Context, e *env, rel *payload.Release, versions map
 		}
 	}
 	edited := time.Now()
-	results := make([]editResult, len(handEdits))
-	for i, h := range handEdits {
+	results := make([]editResult, len(edits))
+	for i, h := range edits {
 		results[i].What = h.what
 	}
 	_ = wait.PollUntilContextTimeout(ctx, 5*time.Second, reconcileWait, false, func(ctx context.Context) (bool, error) {
 		reportAvailable(ctx, e, versions)
 		done := true
-		for i, h := range handEdits {
+		for i, h := range edits {
 			client, err := e.resource(h.object())
 			if err != nil {
 				return false, nil
@@ -608,7 +616,10 @@ func fileKind(file string) string {
 func diffReport(dir, nameA, nameB string, edits map[string][]editResult) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Differential check: A = %s, B = %s\n", nameA, nameB)
-	for _, phase := range []string{phaseInstall, phaseReconcile} {
+	for _, phase := range []string{phaseInstall, phaseReconcile, phaseUpdate} {
+		if _, err := os.Stat(filepath.Join(dir, nameA, phase)); phase == phaseUpdate && err != nil {
+			continue
+		}
 		d, err := diffDumps(filepath.Join(dir, nameA, phase), filepath.Join(dir, nameB, phase))
 		if err != nil {
 			return "", err

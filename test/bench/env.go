@@ -43,7 +43,7 @@ type env struct {
 // that API Priority and Fairness treats them alike (exempt).
 var benchUsers = []string{"bench-raw", "bench-payload-applier", "bench-kapp", "bench-kubectl", cvoUser}
 
-func startEnv(ctx context.Context, work string, keep bool) (*env, error) {
+func startEnv(ctx context.Context, work string, keep bool, disabledControllers ...string) (*env, error) {
 	var users []cluster.User
 	for _, u := range benchUsers {
 		users = append(users, cluster.User{Name: u, Groups: []string{"system:masters"}})
@@ -52,7 +52,7 @@ func startEnv(ctx context.Context, work string, keep bool) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: bin, Users: users, TempDir: work, KeepDataDir: keep})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: bin, Users: users, TempDir: work, KeepDataDir: keep, DisabledControllers: disabledControllers})
 	if err != nil {
 		return nil, err
 	}

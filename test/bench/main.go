@@ -65,6 +65,7 @@ type options struct {
 	sizes      []int
 	cmCount    int
 	realDir    string
+	update     bool
 	docs       string
 	chart      string
 	jsonOut    string
@@ -129,6 +130,7 @@ func main() {
 	flag.StringVar(&o.operatorMemoryLimit, "operator-memory-limit", "", "run the measured operator in a cgroup with this memory limit (e.g. 256Mi), as a container's; needs root")
 	flag.DurationVar(&o.idle, "idle", 0, "with -cvo: after each operator completed, count its requests and writes per minute over this long (the goal's window is 10m)")
 	flag.BoolVar(&o.keepClusters, "keep-clusters", false, "with -cvo: keep each control plane's data directory, its audit log and logs, under -work")
+	flag.BoolVar(&o.update, "update", false, "with -diff: after the reconcile check, update each operator to a z-stream made from the payload (a ConfigMap added, one changed), playing the Deployment controller and the CVO's version- pod, and compare the objects once it Completed")
 	flag.StringVar(&o.diff, "diff", "", "with -cvo: dump every object of the payload after each operator's first install and again after it undid hand edits, under this directory, and compare the two operators (diff.md)")
 	flag.StringVar(&o.cvo, "cvo", "", "a cluster-version-operator binary (make cvo): run only it and payload-applier side by side on the -real payload, -reps times each, and print the table")
 	flag.BoolVar(&o.firstInstall, "first-install", false, "run only the first install through the CLI: a Namespace and -configmaps ConfigMaps, payload-applier apply and the raw client each as a process on a fresh control plane, -reps times each")

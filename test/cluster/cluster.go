@@ -73,6 +73,9 @@ type Options struct {
 	// SkipCRDs leaves out the ClusterVersion, ClusterOperator and fixture
 	// CRDs that Start otherwise installs.
 	SkipCRDs bool
+	// DisabledControllers are kube-controller-manager controllers not to
+	// run, e.g. "deployment-controller" where a test plays it.
+	DisabledControllers []string
 }
 
 func (o Options) withDefaults() Options {
@@ -262,6 +265,8 @@ func (c *Cluster) startProcesses(ctx context.Context) error {
 		"--tls-private-key-file=" + p.servingKey,
 		"--token-auth-file=" + c.tokenFilePath(),
 		"--authorization-mode=RBAC",
+		// As real clusters: the CVO's version- pods are privileged.
+		"--allow-privileged=true",
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-account-key-file=" + p.saPub,
 		"--service-account-signing-key-file=" + p.saKey,
@@ -301,7 +306,7 @@ func (c *Cluster) startProcesses(ctx context.Context) error {
 		"--cert-dir=" + filepath.Join(c.dataDir, "pki"),
 		"--tls-cert-file=" + p.servingCrt,
 		"--tls-private-key-file=" + p.servingKey,
-		"--controllers=*",
+		"--controllers=" + strings.Join(append([]string{"*"}, prefixed("-", c.opts.DisabledControllers)...), ","),
 		"--leader-elect=false",
 		"--use-service-account-credentials=false",
 		"--service-account-private-key-file=" + p.saKey,
@@ -575,4 +580,12 @@ func firstLine(err error) string {
 		return s[:i]
 	}
 	return s
+}
+
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
 }
