@@ -243,6 +243,8 @@ func updateInOperator(ctx context.Context, e *env, op sideOperator, next *payloa
 	if err := op.update(ctx, e, next, work); err != nil {
 		return 0, fmt.Errorf("request the update: %w", err)
 	}
+	// What the version pods left on this host.
+	defer os.RemoveAll(cvoPayloadsDir)
 	versions := operatorVersions(next)
 	start := time.Now()
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, sideTimeout, true, func(ctx context.Context) (bool, error) {
