@@ -139,20 +139,7 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 			}
 		},
 	})
-	_, _ = factory.Config().V1().ClusterOperators().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(interface{}) { poke() },
-		UpdateFunc: func(oldObj, newObj interface{}) {
-			oldCO, ok1 := oldObj.(*configv1.ClusterOperator)
-			newCO, ok2 := newObj.(*configv1.ClusterOperator)
-			if !ok1 || !ok2 {
-				return
-			}
-			o.metrics.observeOperatorChange(oldCO, newCO)
-			if operatorChanged(oldCO, newCO) {
-				poke()
-			}
-		},
-	})
+	_, _ = factory.Config().V1().ClusterOperators().Informer().AddEventHandler(o.clusterOperatorEvents(poke))
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	// Resyncs then read only the objects that changed since they were
@@ -229,6 +216,30 @@ func (o *Operator) waitForNextSync(ctx context.Context, trigger <-chan struct{},
 				return
 			}
 		}
+	}
+}
+
+// clusterOperatorEvents pokes a pass when a ClusterOperator appears or
+// changes as operatorChanged says; not for those there at start, which the
+// first pass reads anyway.
+func (o *Operator) clusterOperatorEvents(poke func()) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ interface{}, initial bool) {
+			if !initial {
+				poke()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj interface{}) {
+			oldCO, ok1 := oldObj.(*configv1.ClusterOperator)
+			newCO, ok2 := newObj.(*configv1.ClusterOperator)
+			if !ok1 || !ok2 {
+				return
+			}
+			o.metrics.observeOperatorChange(oldCO, newCO)
+			if operatorChanged(oldCO, newCO) {
+				poke()
+			}
+		},
 	}
 }
 
