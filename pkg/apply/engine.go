@@ -287,7 +287,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	if cleanupErr != nil && !errors.As(cleanupErr, &unreadable) {
 		return nil, cleanupErr
 	}
-	p := newPass(e, rel, opts)
+	p := newPass(ctx, e, rel, opts)
 	defer p.stopNamespaceWatches()
 	if ledgerErr != nil {
 		// Applies go ahead; no delete starts, and nothing overwrites the
@@ -327,9 +327,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	r := p.result(walks)
 	r.CleanupErr = cleanupErr
-	if opts.Mode == graph.ModeReconcile {
-		e.watchApplied(p.appliedResources())
-	}
+	e.watchApplied(p.appliedResources(), opts.Mode == graph.ModeReconcile)
 	return r, nil
 }
 

@@ -72,21 +72,21 @@ func (l *liveVersions) version(gvr schema.GroupVersionResource, namespace, name 
 	return m.ResourceVersion, true
 }
 
-// watch makes the watched resources gvrs: it stops the watches of the
-// others (a resource the release no longer applies may no longer be
-// served), and starts the missing ones one after another, each once the
-// one before has listed (or failed to within syncWait): started together,
-// their LISTs would come as one burst that the apiserver's priority and
-// fairness may refuse (429). All end with the context the engine was
-// given to watch with.
-func (l *liveVersions) watch(gvrs map[schema.GroupVersionResource]bool) {
+// watch starts watching the resources gvrs not watched yet, and with
+// exact also stops the watches of the others (a resource the release no
+// longer applies may no longer be served). The new watches start
+// watchParallelism at a time, each slot taken until its watch has listed
+// (or failed to within syncWait): started together, their LISTs would come
+// as one burst that the apiserver's priority and fairness may refuse
+// (429). All end with the context the engine was given to watch with.
+func (l *liveVersions) watch(gvrs map[schema.GroupVersionResource]bool, exact bool) {
 	if l == nil || l.ctx.Err() != nil {
 		return
 	}
 	var start []*liveWatch
 	l.mu.Lock()
 	for gvr, w := range l.informers {
-		if !gvrs[gvr] {
+		if exact && !gvrs[gvr] {
 			w.stop()
 			delete(l.informers, gvr)
 		}
@@ -103,17 +103,42 @@ func (l *liveVersions) watch(gvrs map[schema.GroupVersionResource]bool) {
 		start = append(start, w)
 	}
 	l.mu.Unlock()
-	if len(start) == 0 {
-		return
-	}
-	go func() {
-		for _, w := range start {
+	slots := make(chan struct{}, watchParallelism)
+	for _, w := range start {
+		go func() {
+			select {
+			case slots <- struct{}{}:
+			case <-w.ctx.Done():
+				return
+			}
 			go w.RunWithContext(w.ctx)
 			ctx, cancel := context.WithTimeout(w.ctx, syncWait)
 			cache.WaitForCacheSync(ctx.Done(), w.HasSynced)
 			cancel()
-		}
-	}()
+			<-slots
+		}()
+	}
+}
+
+// watchParallelism bounds the watches that list at once.
+const watchParallelism = 4
+
+// awaitSynced waits, at most max, until every watch has listed, so that a
+// reconcile pass starting just after the watches did can skip what they
+// know rather than read it all.
+func (l *liveVersions) awaitSynced(ctx context.Context, max time.Duration) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	var synced []cache.InformerSynced
+	for _, w := range l.informers {
+		synced = append(synced, w.HasSynced)
+	}
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, max)
+	defer cancel()
+	cache.WaitForCacheSync(ctx.Done(), synced...)
 }
 
 // syncWait bounds how long the next watch waits for one that cannot list.
@@ -147,6 +172,19 @@ func (e *Engine) WatchLive(ctx context.Context) {
 	}
 }
 
+// awaitWatches waits, at most watchSettle, for the watches to list.
+func (e *Engine) awaitWatches(ctx context.Context) {
+	e.appliedMu.Lock()
+	live := e.live
+	e.appliedMu.Unlock()
+	live.awaitSynced(ctx, watchSettle)
+}
+
+// watchSettle bounds how long a reconcile pass waits for watches still
+// listing: a resync has no hurry, and reading all instead costs hundreds
+// of requests.
+const watchSettle = 10 * time.Second
+
 func (e *Engine) watchingLive() bool {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
@@ -154,14 +192,15 @@ func (e *Engine) watchingLive() bool {
 }
 
 // watchApplied watches the resources of the objects this pass applied
-// or found as their manifests want, and no others. Only reconcile passes
-// call it: an install or an update then sends no request of it, and the
-// watches start once the cluster runs its release.
-func (e *Engine) watchApplied(gvrs map[schema.GroupVersionResource]bool) {
+// or found as their manifests want. A reconcile pass makes them the only
+// ones watched; an install or update pass, which may not have reached
+// every manifest yet, only adds to them. Starting at the end of the
+// install lets the first resyncs after it skip what has not changed.
+func (e *Engine) watchApplied(gvrs map[schema.GroupVersionResource]bool, exact bool) {
 	e.appliedMu.Lock()
 	live := e.live
 	e.appliedMu.Unlock()
-	live.watch(gvrs)
+	live.watch(gvrs, exact)
 }
 
 // unchangedSince reports whether m's object is, as the watch last saw it,

@@ -110,7 +110,7 @@ func (s *snapshot) take(name string) *unstructured.Unstructured {
 	return obj
 }
 
-func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
+func newPass(ctx context.Context, e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 	p := &pass{
 		e:          e,
 		rel:        rel,
@@ -130,6 +130,9 @@ func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 		p.gates[c.Component] = &gate{}
 	}
 	watching := e.watchingLive()
+	if watching && opts.Mode == graph.ModeReconcile {
+		e.awaitWatches(ctx)
+	}
 	for i, m := range rel.Manifests {
 		p.results[i] = ObjectResult{ID: m.ID(), File: m.Position(), Delete: m.Delete(), Action: ActionNotRun}
 		if !m.Delete() && watching {

@@ -156,7 +156,7 @@ func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOption
 	}
 	plan := newPlan(rel, opts, e.waveRule(rel))
 	plan.Live = true
-	ps := newPass(e, rel, SyncOptions{Mode: opts.Mode})
+	ps := newPass(ctx, e, rel, SyncOptions{Mode: opts.Mode})
 
 	// One node per manifest and no edges: reading has no order, and a
 	// failed read must not hold back the others.
