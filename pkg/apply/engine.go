@@ -327,7 +327,11 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	r := p.result(walks)
 	r.CleanupErr = cleanupErr
-	e.watchApplied(p.appliedResources(), opts.Mode == graph.ModeReconcile)
+	// Watches start once a pass completed: an install's retries would
+	// otherwise list every resource while the install still runs.
+	if opts.Mode == graph.ModeReconcile || r.Complete() {
+		e.watchApplied(p.appliedResources(), opts.Mode == graph.ModeReconcile)
+	}
 	return r, nil
 }
 

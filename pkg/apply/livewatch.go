@@ -193,9 +193,9 @@ func (e *Engine) watchingLive() bool {
 
 // watchApplied watches the resources of the objects this pass applied
 // or found as their manifests want. A reconcile pass makes them the only
-// ones watched; an install or update pass, which may not have reached
-// every manifest yet, only adds to them. Starting at the end of the
-// install lets the first resyncs after it skip what has not changed.
+// ones watched; a completed install or update pass only adds to them.
+// Starting at the end of the install lets the first resyncs after it skip
+// what has not changed.
 func (e *Engine) watchApplied(gvrs map[schema.GroupVersionResource]bool, exact bool) {
 	e.appliedMu.Lock()
 	live := e.live

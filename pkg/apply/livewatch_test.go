@@ -141,3 +141,36 @@ func TestUnchangedSinceNeedsTheSameVersionManifestAndHealth(t *testing.T) {
 		t.Error("a resource no longer applied is still watched")
 	}
 }
+
+// An install pass that did not complete starts no watch: its retries
+// would list every resource while the install still runs. The pass that
+// completes starts them.
+func TestOnlyACompletePassStartsWatches(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rm, dyn := fakeConfigMaps()
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) { return answerApplyPatches(a) })
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{},
+		Metadata: metadatafake.NewSimpleMetadataClient(scheme)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.WatchLive(ctx)
+	cm := planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "v")}
+	unknown := planDoc{"0000_50_a_02_g.yaml", "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g\n"}
+	opts := SyncOptions{Mode: graph.ModeInstall, Backoff: &wait.Backoff{Duration: time.Millisecond, Steps: 1}}
+	if res, err := e.Sync(ctx, planRelease(t, cm, unknown), opts); err != nil || res.Complete() {
+		t.Fatalf("sync with an unknown kind: %v, complete %v", err, res != nil && res.Complete())
+	}
+	if n := len(e.live.informers); n != 0 {
+		t.Fatalf("an incomplete install pass started %d watches", n)
+	}
+	if res, err := e.Sync(ctx, planRelease(t, cm), opts); err != nil || !res.Complete() {
+		t.Fatalf("sync: %v %v", err, res)
+	}
+	if n := len(e.live.informers); n != 1 {
+		t.Fatalf("the complete install pass started %d watches, want 1", n)
+	}
+}
