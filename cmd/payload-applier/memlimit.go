@@ -98,13 +98,16 @@ func readLimit(root fs.FS, name string) (uint64, bool) {
 	return n, true
 }
 
+// defaultGoMemoryLimit is start's soft memory limit for the Go runtime:
+// on ocp-real the install's anonymous memory then peaks at about 59 MiB
+// instead of 84–92 MiB, at no measured cost in time (docs/benchmarks.md).
+// A heap that has to outgrow it costs collector CPU, which the runtime
+// caps at half the process's, never a refused allocation.
+const defaultGoMemoryLimit = "64Mi"
+
 // goMemoryLimit decides the Go runtime's soft memory limit: the flag when
-// given (0 for none), else GOMEMLIMIT's when set (0: leave it), else 90%
-// of the container's memory limit, if any. No lower default: 64Mi keeps
-// an ocp-real install's anonymous memory near 59 MiB instead of 85–92 MiB
-// at no measured cost in time (docs/benchmarks.md), but an update holds
-// two releases, and under a limit the heap must outgrow the collector
-// takes up to half the process's CPU; that case is not measured yet.
+// given (0 for none), else GOMEMLIMIT's when set (0: leave it), else the
+// default, or 90% of the container's memory limit when that is lower.
 func goMemoryLimit(root fs.FS, flag string, explicit bool) (int64, error) {
 	if explicit {
 		q, err := resource.ParseQuantity(flag)
@@ -119,10 +122,12 @@ func goMemoryLimit(root fs.FS, flag string, explicit bool) (int64, error) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0, nil
 	}
+	def := resource.MustParse(defaultGoMemoryLimit)
+	soft := def.Value()
 	if l, ok := cgroupLimit(root); ok {
-		return int64(l / 100 * memoryLimitPercent), nil
+		soft = min(soft, int64(l/100*memoryLimitPercent))
 	}
-	return 0, nil
+	return soft, nil
 }
 
 // setGoMemoryLimit gives the Go runtime the limit goMemoryLimit decides:

@@ -75,9 +75,9 @@ func TestGoMemoryLimit(t *testing.T) {
 		want     int64
 		err      bool
 	}{
-		{name: "no flag, no container limit: none", fs: fstest.MapFS{}, want: 0},
-		{name: "90% of the container's limit", fs: container("1073741824"), want: 1073741824 / 100 * memoryLimitPercent},
-		{name: "the flag wins over the container's", fs: container("1073741824"), flag: "64Mi", explicit: true, want: 64 * mi},
+		{name: "default, no container limit", fs: fstest.MapFS{}, want: 64 * mi},
+		{name: "default under a large container limit", fs: container("1073741824"), want: 64 * mi},
+		{name: "90% of a smaller container limit", fs: container("52428800"), want: 52428800 / 100 * memoryLimitPercent},
 		{name: "GOMEMLIMIT set: left alone", fs: container("52428800"), env: "500MiB", want: 0},
 		{name: "the flag wins over GOMEMLIMIT", fs: fstest.MapFS{}, env: "500MiB", flag: "128Mi", explicit: true, want: 128 * mi},
 		{name: "0: none", fs: container("52428800"), flag: "0", explicit: true, want: math.MaxInt64},

@@ -95,7 +95,7 @@ the latter rate in a bucket of their own; --kube-api-qps 0 and
 	cmd.Flags().StringVar(&o.payloads, "payloads", "", "release store: a directory with one payload directory per version; without it, releases are read by image only")
 	o.registry.addPull(cmd)
 	cmd.Flags().StringVar(&o.listen, "listen", "127.0.0.1:9099", "address for /metrics, /healthz and /readyz; plain HTTP on loopback, HTTPS with /metrics behind the cluster's authentication and authorization elsewhere; empty disables it")
-	cmd.Flags().StringVar(&o.goMemoryLimit, "go-memory-limit", "", "soft memory limit of the Go runtime, which collects garbage harder near it and never refuses memory, e.g. 64Mi; 0 for none; default GOMEMLIMIT when set, else 90% of the container's memory limit, if any")
+	cmd.Flags().StringVar(&o.goMemoryLimit, "go-memory-limit", defaultGoMemoryLimit, "soft memory limit of the Go runtime (GOMEMLIMIT), which collects garbage harder near it and never refuses memory; 0 for none; default "+defaultGoMemoryLimit+", or 90% of the container's memory limit when lower, unless GOMEMLIMIT is set")
 	cmd.Flags().BoolVar(&o.leaderElect, "leader-elect", true, "hold a Lease so that only one instance acts")
 	cmd.Flags().DurationVar(&o.resync, "resync-interval", 2*time.Minute, "base resync period; each wait is drawn from [interval, 2×interval)")
 	cmd.Flags().StringVar(&o.identity, "identity", "", "leader election identity; default the host name and a random suffix")
