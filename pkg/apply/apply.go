@@ -103,9 +103,9 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	if err != nil {
 		return ActionFailed, err
 	}
-	live, err = p.checkHealth(ctx, m, rc, live)
-	p.e.remember(m, rc, live)
-	return action, err
+	live, h := p.health(ctx, m, rc, live)
+	p.e.remember(m, rc, live, h.Healthy())
+	return action, p.healthError(m, h)
 }
 
 // createsUnread reports whether m's object is created without a read
@@ -244,25 +244,31 @@ func (e *Engine) rememberUndeclared(m *payload.Manifest, paths []string) {
 	e.undeclared[m.ID()] = paths
 }
 
-// checkHealth applies the CVO's post-apply checks, and returns the object
-// as it last read it. Install skips all but the ones later tasks of the
-// same pass depend on.
-func (p *pass) checkHealth(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// health judges live by the CVO's post-apply rules (CheckHealth), first
+// waiting briefly for a new CRD to become Established, and returns the
+// object as it last read it.
+func (p *pass) health(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) (*unstructured.Unstructured, Health) {
 	h := CheckHealth(m.Obj, live)
 	if h.Reason == ReasonCRDNotEstablished {
 		live, h = p.awaitEstablished(ctx, m, rc, live)
 	}
+	return live, h
+}
+
+// healthError is the task's error for h. Install skips all but the checks
+// later tasks of the same pass depend on.
+func (p *pass) healthError(m *payload.Manifest, h Health) error {
 	if h.Healthy() {
-		return live, nil
+		return nil
 	}
 	if p.opts.Mode == graph.ModeInstall {
 		switch h.Reason {
 		case ReasonCRDNotEstablished, ReasonCONotAvailable, ReasonCONoVersions:
 		default:
-			return live, nil
+			return nil
 		}
 	}
-	return live, &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message}
+	return &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message}
 }
 
 // awaitEstablished waits briefly for a new CRD (WaitEstablished): it
@@ -315,11 +321,10 @@ func (e *Engine) wrote(m *payload.Manifest) bool {
 
 // remember records what the object looked like after this pass touched it,
 // and whether it was healthy then.
-func (e *Engine) remember(m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) {
+func (e *Engine) remember(m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured, healthy bool) {
 	if live == nil {
 		return
 	}
-	healthy := CheckHealth(m.Obj, live).Healthy()
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
 	e.applied[m.ID()] = appliedState{hash: m.Hash(), resourceVersion: live.GetResourceVersion(), gvr: rc.gvr, healthy: healthy}

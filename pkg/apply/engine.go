@@ -287,7 +287,13 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	if cleanupErr != nil && !errors.As(cleanupErr, &unreadable) {
 		return nil, cleanupErr
 	}
-	p := newPass(ctx, e, rel, opts)
+	live := e.watched()
+	if opts.Mode == graph.ModeReconcile {
+		// A resync just after the watches started skips what they know
+		// rather than read it all.
+		live.awaitSynced(ctx, watchSettle)
+	}
+	p := newPass(e, rel, opts)
 	defer p.stopNamespaceWatches()
 	if ledgerErr != nil {
 		// Applies go ahead; no delete starts, and nothing overwrites the
@@ -330,7 +336,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	// Watches start once a pass completed: an install's retries would
 	// otherwise list every resource while the install still runs.
 	if opts.Mode == graph.ModeReconcile || r.Complete() {
-		e.watchApplied(p.appliedResources(), opts.Mode == graph.ModeReconcile)
+		live.watch(p.appliedResources(), opts.Mode == graph.ModeReconcile)
 	}
 	return r, nil
 }

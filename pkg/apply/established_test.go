@@ -56,7 +56,7 @@ func establishing(t *testing.T) (*pass, *payload.Manifest, resourceClient, *unst
 	m.Obj, m.GVK = crd.DeepCopy(), payload.CRDGVK
 	unstructured.RemoveNestedField(m.Obj.Object, "status")
 	rel := &payload.Release{Version: "1.0.0", Manifests: []*payload.Manifest{m}}
-	p := newPass(context.Background(), e, rel, SyncOptions{Mode: graph.ModeInstall, EstablishTimeout: 5 * time.Second})
+	p := newPass(e, rel, SyncOptions{Mode: graph.ModeInstall, EstablishTimeout: 5 * time.Second})
 	snapshot := func() map[string]int {
 		mu.Lock()
 		defer mu.Unlock()

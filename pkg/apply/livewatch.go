@@ -72,8 +72,12 @@ func (l *liveVersions) version(gvr schema.GroupVersionResource, namespace, name 
 	return m.ResourceVersion, true
 }
 
-// watch starts watching the resources gvrs not watched yet, and with
-// exact also stops the watches of the others (a resource the release no
+// watch starts watching the resources gvrs not watched yet: those of the
+// objects a pass applied or found as their manifests want. A reconcile
+// pass makes them the only ones watched (exact); a completed install or
+// update pass only adds to them, and starting at the end of the install
+// lets the first resyncs after it skip what has not changed. With exact
+// it also stops the watches of the others (a resource the release no
 // longer applies may no longer be served). The new watches start
 // watchParallelism at a time, each slot taken until its watch has listed
 // (or failed to within syncWait): started together, their LISTs would come
@@ -172,35 +176,16 @@ func (e *Engine) WatchLive(ctx context.Context) {
 	}
 }
 
-// awaitWatches waits, at most watchSettle, for the watches to list.
-func (e *Engine) awaitWatches(ctx context.Context) {
-	e.appliedMu.Lock()
-	live := e.live
-	e.appliedMu.Unlock()
-	live.awaitSynced(ctx, watchSettle)
-}
-
 // watchSettle bounds how long a reconcile pass waits for watches still
 // listing: a resync has no hurry, and reading all instead costs hundreds
 // of requests.
 const watchSettle = 10 * time.Second
 
-func (e *Engine) watchingLive() bool {
+// watched is the engine's liveVersions, nil until WatchLive.
+func (e *Engine) watched() *liveVersions {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()
-	return e.live != nil
-}
-
-// watchApplied watches the resources of the objects this pass applied
-// or found as their manifests want. A reconcile pass makes them the only
-// ones watched; a completed install or update pass only adds to them.
-// Starting at the end of the install lets the first resyncs after it skip
-// what has not changed.
-func (e *Engine) watchApplied(gvrs map[schema.GroupVersionResource]bool, exact bool) {
-	e.appliedMu.Lock()
-	live := e.live
-	e.appliedMu.Unlock()
-	live.watch(gvrs, exact)
+	return e.live
 }
 
 // unchangedSince reports whether m's object is, as the watch last saw it,

@@ -115,7 +115,7 @@ func TestUnchangedSinceNeedsTheSameVersionManifestAndHealth(t *testing.T) {
 	e.WatchLive(ctx)
 	good := appliedState{hash: m.Hash(), resourceVersion: "7", gvr: configMapsGVR, healthy: true}
 	e.applied[m.ID()] = good
-	e.watchApplied(map[schema.GroupVersionResource]bool{configMapsGVR: true}, true)
+	e.live.watch(map[schema.GroupVersionResource]bool{configMapsGVR: true}, true)
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
 		return e.unchangedSince(m, rc), nil
 	}); err != nil {
@@ -136,7 +136,7 @@ func TestUnchangedSinceNeedsTheSameVersionManifestAndHealth(t *testing.T) {
 		t.Error("another namespace: taken as unchanged")
 	}
 	// A resource no pass applies any more is no longer watched.
-	e.watchApplied(map[schema.GroupVersionResource]bool{}, true)
+	e.live.watch(map[schema.GroupVersionResource]bool{}, true)
 	if e.unchangedSince(m, rc) || len(e.live.informers) != 0 {
 		t.Error("a resource no longer applied is still watched")
 	}

@@ -85,7 +85,7 @@ func TestANamespaceWatchEndsWithItsPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newPass(context.Background(), e, planRelease(t), SyncOptions{})
+	p := newPass(e, planRelease(t), SyncOptions{})
 	p.watchNamespace(context.Background(), "never")
 	p.stopNamespaceWatches()
 	select {

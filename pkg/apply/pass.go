@@ -110,7 +110,7 @@ func (s *snapshot) take(name string) *unstructured.Unstructured {
 	return obj
 }
 
-func newPass(ctx context.Context, e *Engine, rel *payload.Release, opts SyncOptions) *pass {
+func newPass(e *Engine, rel *payload.Release, opts SyncOptions) *pass {
 	p := &pass{
 		e:          e,
 		rel:        rel,
@@ -129,10 +129,7 @@ func newPass(ctx context.Context, e *Engine, rel *payload.Release, opts SyncOpti
 		p.candidates[c.Component] = c
 		p.gates[c.Component] = &gate{}
 	}
-	watching := e.watchingLive()
-	if watching && opts.Mode == graph.ModeReconcile {
-		e.awaitWatches(ctx)
-	}
+	watching := e.watched() != nil
 	for i, m := range rel.Manifests {
 		p.results[i] = ObjectResult{ID: m.ID(), File: m.Position(), Delete: m.Delete(), Action: ActionNotRun}
 		if !m.Delete() && watching {

@@ -156,7 +156,7 @@ func (e *Engine) Plan(ctx context.Context, rel *payload.Release, opts PlanOption
 	}
 	plan := newPlan(rel, opts, e.waveRule(rel))
 	plan.Live = true
-	ps := newPass(ctx, e, rel, SyncOptions{Mode: opts.Mode})
+	ps := newPass(e, rel, SyncOptions{Mode: opts.Mode})
 
 	// One node per manifest and no edges: reading has no order, and a
 	// failed read must not hold back the others.
@@ -421,9 +421,7 @@ func typeMissingReason(rel *payload.Release, m *payload.Manifest) string {
 		if !c.IsCRD() || c.Delete() {
 			continue
 		}
-		group, _, _ := unstructured.NestedString(c.Obj.Object, "spec", "group")
-		kind, _, _ := unstructured.NestedString(c.Obj.Object, "spec", "names", "kind")
-		if group == m.GVK.Group && kind == m.GVK.Kind {
+		if crdGroupKind(c.Obj) == m.GVK.GroupKind() {
 			return fmt.Sprintf("type served by CustomResourceDefinition %s in this payload, not by the cluster yet", c.Obj.GetName())
 		}
 	}

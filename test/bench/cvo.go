@@ -408,11 +408,7 @@ func cvoCommand(bin string) func(e *env, rel *payload.Release, work string) (*ex
 		if err := os.MkdirAll(filepath.Join(override, "manifests"), 0o755); err != nil {
 			return nil, err
 		}
-		manifests := rel.Dir
-		if st, err := os.Stat(filepath.Join(rel.Dir, "release-manifests")); err == nil && st.IsDir() {
-			manifests = filepath.Join(rel.Dir, "release-manifests")
-		}
-		if err := os.Symlink(manifests, filepath.Join(override, "release-manifests")); err != nil {
+		if err := os.Symlink(manifestsDir(rel), filepath.Join(override, "release-manifests")); err != nil {
 			return nil, err
 		}
 		cmd := exec.Command(bin, "start", "--release-image=registry.example.com/ocp/release:"+rel.Version,
@@ -446,6 +442,15 @@ func applierCommand(cli string, flags ...string) func(e *env, rel *payload.Relea
 		return exec.Command(cli, append([]string{"start", "--payloads", store, "--kubeconfig", kc, "--listen", "",
 			"--namespace", cvoNamespace}, flags...)...), nil
 	}
+}
+
+// manifestsDir is where rel's manifests are: its release-manifests/ in a
+// release image's layout, else its directory.
+func manifestsDir(rel *payload.Release) string {
+	if st, err := os.Stat(filepath.Join(rel.Dir, "release-manifests")); err == nil && st.IsDir() {
+		return filepath.Join(rel.Dir, "release-manifests")
+	}
+	return rel.Dir
 }
 
 // stopProcess ends cmd: SIGTERM, then SIGKILL after 15 s.

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,10 +49,7 @@ func nextRelease(rel *payload.Release, dir string) (*payload.Release, error) {
 		return nil, fmt.Errorf("version %q: %w", rel.Version, err)
 	}
 	next := v.WithPatch(v.Patch() + 1).String()
-	src := rel.Dir
-	if st, err := os.Stat(filepath.Join(rel.Dir, "release-manifests")); err == nil && st.IsDir() {
-		src = filepath.Join(rel.Dir, "release-manifests")
-	}
+	src := manifestsDir(rel)
 	out := filepath.Join(dir, "release-manifests")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
@@ -183,11 +181,7 @@ func playVersionPods(ctx context.Context, e *env, next *payload.Release) {
 			logf("version pod %s: %v", pod.Name, err)
 			continue
 		}
-		src := next.Dir
-		if st, err := os.Stat(filepath.Join(next.Dir, "release-manifests")); err == nil && st.IsDir() {
-			src = filepath.Join(next.Dir, "release-manifests")
-		}
-		if err := os.Symlink(src, filepath.Join(dir, "release-manifests")); err != nil && !os.IsExist(err) {
+		if err := os.Symlink(manifestsDir(next), filepath.Join(dir, "release-manifests")); err != nil && !os.IsExist(err) {
 			logf("version pod %s: %v", pod.Name, err)
 			continue
 		}
@@ -211,13 +205,13 @@ func cvoUpdate(ctx context.Context, e *env, next *payload.Release, work string) 
 	// The pod runs as this service account, which the CVO's own
 	// manifests (not the payload) make.
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "update-payload", Namespace: cvoNamespace}}
-	if _, err := e.kube.CoreV1().ServiceAccounts(cvoNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if _, err := e.kube.CoreV1().ServiceAccounts(cvoNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	// So does its priority class, which OpenShift's payload makes (the
 	// examples' does not).
 	pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "openshift-user-critical"}, Value: 1000000000}
-	if _, err := e.kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+	if _, err := e.kube.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	digest := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(next.Version)))
