@@ -68,11 +68,19 @@ func (b *observer) watchAdminAcks(ctx context.Context, poke func()) (stop func()
 			informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
 				lo.FieldSelector = fields.OneTermEqualSelector("metadata.name", name.Name).String()
 			}))
-		_, _ = f.Core().V1().ConfigMaps().Informer().AddEventHandler(adminAckHandler(name, poke))
+		inf := f.Core().V1().ConfigMaps().Informer()
+		_, _ = inf.AddEventHandler(adminAckHandler(name, poke))
+		b.caches.set(func(c *loopCaches) {
+			if c.cmInformers == nil {
+				c.cmInformers = map[types.NamespacedName]cache.SharedIndexInformer{}
+			}
+			c.cmInformers[name] = inf
+		})
 		f.Start(ctx.Done())
 		factories = append(factories, f)
 	}
 	return func() {
+		b.caches.set(func(c *loopCaches) { c.cmInformers = nil })
 		for _, f := range factories {
 			f.Shutdown()
 		}

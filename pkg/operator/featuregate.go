@@ -87,14 +87,18 @@ func (f *clusterFeatures) current() (*configv1.FeatureGate, bool) {
 	return f.gate, f.seen
 }
 
-// refreshFeatureGate reads the FeatureGate at the start of a pass. A read
-// that fails keeps the last answer. A new feature set restarts the sync,
+// refreshFeatureGate reads the FeatureGate at the start of a pass, through
+// caches when they watch it. A read that fails keeps the last answer. A new feature set restarts the sync,
 // as the CVO restarts itself (featurechangestopper.go): the releases held
 // are dropped, and the message returned says so; "" when the set is the
 // same.
-func (r *releaseReader) refreshFeatureGate(ctx context.Context, cc configclient.Interface) (restart string) {
+func (r *releaseReader) refreshFeatureGate(ctx context.Context, cc configclient.Interface, caches *loopCaches) (restart string) {
 	logger := klog.FromContext(ctx)
-	fg, err := ReadFeatureGate(ctx, cc, r.cfg.FeatureGateName)
+	fg, cached := caches.featureGate(r.cfg.FeatureGateName)
+	var err error
+	if !cached {
+		fg, err = ReadFeatureGate(ctx, cc, r.cfg.FeatureGateName)
+	}
 	if err != nil {
 		logger.Error(err, "Keeping the feature set and gates last read")
 		return ""
@@ -180,6 +184,7 @@ func (w *featureGateWatch) startOnce(ctx context.Context, o *Operator, poke func
 			}
 		},
 	})
+	o.caches.set(func(c *loopCaches) { c.fgInformer = w.factory.Config().V1().FeatureGates().Informer() })
 	w.factory.Start(ctx.Done())
 	klog.FromContext(ctx).Info("Watching the FeatureGate", "featureGate", o.cfg.FeatureGateName)
 }

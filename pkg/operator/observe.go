@@ -38,6 +38,8 @@ type observer struct {
 	target func(*configv1.ClusterVersion) *payload.Release
 	// acceptedRisks caches spec.desiredUpdate.acceptRisks.
 	acceptedRisks acceptedRiskCache
+	// caches are the operator loop's informer stores; nil in plan.
+	caches *loopCaches
 }
 
 // Observe reads, as the operator's next pass would, what a decision on
@@ -92,12 +94,14 @@ func (b *observer) deletes(ctx context.Context, stuckAfter time.Duration) (clust
 	return p, nil
 }
 
-// upgradeable reads what Upgradeable needs for cv as it is now: one LIST
-// of ClusterOperators, the two admin ConfigMaps once a release is known,
+// upgradeable reads what Upgradeable needs for cv as it is now: the
+// ClusterOperators, the two admin ConfigMaps once a release is known,
 // and the CRD removals of status.desired's release.
 func (b *observer) upgradeable(ctx context.Context, cv *configv1.ClusterVersion) clusterversion.UpgradeableObservation {
 	var obs clusterversion.UpgradeableObservation
-	if cos, err := b.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{}); err == nil {
+	if cos, ok := b.caches.clusterOperators(); ok {
+		obs.Operators = cos
+	} else if cos, err := b.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{}); err == nil {
 		obs.Operators = cos.Items
 	}
 	var rel *payload.Release
@@ -143,8 +147,13 @@ func (b *observer) crdRemovals(ctx context.Context, cv *configv1.ClusterVersion,
 // adminConfigMaps reads the two admin ConfigMaps, and whether rel, the
 // release judged (nil when it could not be loaded), ships an absent one.
 func (b *observer) adminConfigMaps(ctx context.Context, rel *payload.Release) (gates, acks precondition.AdminConfigMap) {
-	gates = ReadAdminConfigMap(ctx, b.kube, b.adminGates)
-	acks = ReadAdminConfigMap(ctx, b.kube, b.adminAcks)
+	read := func(name types.NamespacedName) precondition.AdminConfigMap {
+		if cm, ok := b.caches.adminConfigMap(name); ok {
+			return cm
+		}
+		return ReadAdminConfigMap(ctx, b.kube, name)
+	}
+	gates, acks = read(b.adminGates), read(b.adminAcks)
 	if rel != nil {
 		gates.Shipped = ships(rel, b.adminGates)
 		acks.Shipped = ships(rel, b.adminAcks)

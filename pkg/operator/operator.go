@@ -214,6 +214,8 @@ type Operator struct {
 	reader *releaseReader
 	// observe reads what a decision needs.
 	observe *observer
+	// caches are the loop's informer stores, which passes read through.
+	caches loopCaches
 }
 
 // New validates cfg and returns an Operator on its clients.
@@ -258,7 +260,7 @@ func New(cfg Config) (*Operator, error) {
 	o.writer = &statusWriter{config: o.config, clock: o.clock, metrics: o.metrics, recorder: o.recorder, cvRef: o.cvRef}
 	o.reader = &releaseReader{cfg: &o.cfg, images: images, graphs: o.graphs, kube: o.kube, releases: map[string]*payload.Release{}}
 	o.observe = &observer{kube: o.kube, config: o.config, dynamic: o.dynamic, engine: o.engine,
-		adminGates: cfg.AdminGates, adminAcks: cfg.AdminAcks, current: o.reader.currentRelease,
+		adminGates: cfg.AdminGates, adminAcks: cfg.AdminAcks, current: o.reader.currentRelease, caches: &o.caches,
 		target: func(cv *configv1.ClusterVersion) *payload.Release {
 			rel, err := o.reader.loadRelease(targetVersion(cv), cv)
 			if err != nil {

@@ -140,6 +140,11 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 		},
 	})
 	_, _ = factory.Config().V1().ClusterOperators().Informer().AddEventHandler(o.clusterOperatorEvents(poke))
+	o.caches.set(func(c *loopCaches) {
+		c.cvInformer = factory.Config().V1().ClusterVersions().Informer()
+		c.coInformer = factory.Config().V1().ClusterOperators().Informer()
+	})
+	defer o.caches.set(func(c *loopCaches) { c.cvInformer, c.coInformer, c.fgInformer = nil, nil, nil })
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	// Resyncs then read only the objects that changed since they were

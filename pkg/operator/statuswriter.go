@@ -21,6 +21,34 @@ type statusWriter struct {
 	recorder record.EventRecorder
 	cvRef    *corev1.ObjectReference
 	cuts     cutsReporter
+	last     lastWrite
+}
+
+// lastWrite is the writer's newest status write: the ClusterVersion as
+// written, and the resourceVersion it replaced.
+type lastWrite struct {
+	mu       sync.Mutex
+	replaced string
+	written  *configv1.ClusterVersion
+}
+
+func (w *statusWriter) remember(replaced string, written *configv1.ClusterVersion) {
+	w.last.mu.Lock()
+	defer w.last.mu.Unlock()
+	w.last.replaced, w.last.written = replaced, written
+}
+
+// newest is cached, or what this writer wrote over it when cached is the
+// very version that write replaced: a watch brings a write a moment after
+// it is made, and a pass starting in between would otherwise decide on
+// the status before it and have its own write refused as a conflict.
+func (w *statusWriter) newest(cached *configv1.ClusterVersion) *configv1.ClusterVersion {
+	w.last.mu.Lock()
+	defer w.last.mu.Unlock()
+	if l := w.last.written; l != nil && l.UID == cached.UID && w.last.replaced != "" && w.last.replaced == cached.ResourceVersion {
+		return l
+	}
+	return cached
 }
 
 // cutsReporter remembers the cuts last written, so that an Event

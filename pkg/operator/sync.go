@@ -72,7 +72,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	start := o.clock.Now()
 	now := metav1.NewTime(start)
 
-	cv, err := o.config.ConfigV1().ClusterVersions().Get(ctx, o.cfg.Name, metav1.GetOptions{})
+	cv, err := o.readClusterVersion(ctx)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			o.metrics.observeStatus(nil)
@@ -81,7 +81,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	}
 	original := cv.DeepCopy()
 	status := &cv.Status
-	if restart := o.reader.refreshFeatureGate(ctx, o.config); restart != "" {
+	if restart := o.reader.refreshFeatureGate(ctx, o.config, &o.caches); restart != "" {
 		o.recorder.Event(o.cvRef, corev1.EventTypeNormal, EventFeatureSetChanged, restart)
 		o.attempt = 0
 	}
@@ -329,6 +329,7 @@ func (w *statusWriter) updateStatus(ctx context.Context, original, cv *configv1.
 		var err error
 		written, err = w.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
 		if err == nil {
+			w.remember(cv.ResourceVersion, written.DeepCopy())
 			return nil
 		}
 		latest, getErr := w.config.ConfigV1().ClusterVersions().Get(ctx, cv.Name, metav1.GetOptions{})
