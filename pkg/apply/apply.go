@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,6 +39,14 @@ func (p *pass) applyTask(ctx context.Context, t *graph.Task) error {
 		attempt++
 		res.Action = action
 		return err
+	}, func(err error) <-chan struct{} {
+		switch {
+		case namespaceMissing(err, ns):
+			return p.namespaceArrival(ns)
+		case meta.IsNoMatchError(err):
+			return p.e.mapper.arrival(m.Obj.GroupVersionKind())
+		}
+		return nil
 	})
 	if err != nil {
 		te := taskError(m, "apply", err)

@@ -196,7 +196,8 @@ type SyncOptions struct {
 	// {10s, ×1.3, 3 steps, cap 15s}; install {500ms, ×1.5, 8 steps}: an
 	// install runs every component at once, so a manifest often waits a
 	// moment for a namespace or CRD that another component creates, and
-	// 16s of patience, retried early, spares a second pass.
+	// 16s of patience, retried early, spares a second pass. A try refused
+	// for a missing namespace or kind is retried as soon as it appears.
 	Backoff *wait.Backoff
 	// DeleteSettle is how long a just-issued delete is watched for the
 	// object to vanish before the next delete in its chain waits for a later

@@ -28,6 +28,9 @@ type mapper struct {
 	// the CRDs themselves, so that their custom resources resolve without
 	// a discovery round trip per CRD; a refresh or the next pass drops them.
 	learned map[schema.GroupVersionKind]*meta.RESTMapping
+	// arrivals are the kinds tasks wait for: each channel closes when a
+	// CRD serving its kind becomes Established, or discovery goes stale.
+	arrivals map[schema.GroupVersionKind]chan struct{}
 }
 
 func newMapper(m meta.ResettableRESTMapper, c clock.Clock) *mapper {
@@ -127,8 +130,34 @@ func (m *mapper) learn(crd *unstructured.Unstructured) bool {
 	}
 	for _, l := range served {
 		m.learned[l.GroupVersionKind] = l
+		if ch, ok := m.arrivals[l.GroupVersionKind]; ok {
+			close(ch)
+			delete(m.arrivals, l.GroupVersionKind)
+		}
 	}
 	return true
+}
+
+// arrival is a channel that closes when gvk may resolve: a CRD serving it
+// became Established, or discovery went stale and a refresh may find it.
+// It is closed already when gvk was learned meanwhile.
+func (m *mapper) arrival(gvk schema.GroupVersionKind) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.learned[gvk]; ok || m.stale {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	if m.arrivals == nil {
+		m.arrivals = map[schema.GroupVersionKind]chan struct{}{}
+	}
+	ch, ok := m.arrivals[gvk]
+	if !ok {
+		ch = make(chan struct{})
+		m.arrivals[gvk] = ch
+	}
+	return ch
 }
 
 func (m *mapper) reset() {
@@ -154,9 +183,14 @@ func (m *mapper) forget() {
 	m.learned = nil
 }
 
-// invalidate makes the next miss refresh discovery.
+// invalidate makes the next miss refresh discovery, and wakes every task
+// waiting for a kind to try it.
 func (m *mapper) invalidate() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stale = true
+	for gvk, ch := range m.arrivals {
+		close(ch)
+		delete(m.arrivals, gvk)
+	}
 }

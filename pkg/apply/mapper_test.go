@@ -62,3 +62,36 @@ func TestACRDThatDoesNotSayItsKindsIsLeftToDiscovery(t *testing.T) {
 		t.Error("a CRD without a scope was learned")
 	}
 }
+
+func TestAKindsArrivalClosesWhenACRDServingItIsLearned(t *testing.T) {
+	m := newMapper(&countingMapper{RESTMapper: meta.NewDefaultRESTMapper(nil)}, clock.RealClock{})
+	v1 := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	v2 := v1.GroupKind().WithVersion("v2")
+	a1, a2 := m.arrival(v1), m.arrival(v2)
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	if closed(a1) || closed(a2) {
+		t.Fatal("an arrival closed before any CRD")
+	}
+	m.learn(liveCRD("gadgets.example.com", "example.com", "gadgets", "Gadget", "Cluster", "v1"))
+	if closed(a1) {
+		t.Error("another kind's CRD closed the Widget's arrival")
+	}
+	m.learn(liveCRD("widgets.example.com", "example.com", "widgets", "Widget", "Namespaced", "v1"))
+	if !closed(a1) || closed(a2) {
+		t.Errorf("a CRD serving Widget v1: v1 closed %v, v2 closed %v; want v1 only", closed(a1), closed(a2))
+	}
+	if !closed(m.arrival(v1)) {
+		t.Error("the arrival of a kind learned already is not closed")
+	}
+	m.invalidate()
+	if !closed(a2) {
+		t.Error("stale discovery left a task waiting for a kind a refresh may find")
+	}
+}

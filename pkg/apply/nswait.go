@@ -85,6 +85,24 @@ func (p *pass) awaitNamespace(ctx context.Context, ns string, limit time.Duratio
 	}
 }
 
+// namespaceArrival is the channel that closes when ns, which a task of
+// the pass found missing, exists; nil when no watch waits for it, or its
+// watch has ended already.
+func (p *pass) namespaceArrival(ns string) <-chan struct{} {
+	p.nsMu.Lock()
+	g := p.nsGates[ns]
+	p.nsMu.Unlock()
+	if g == nil {
+		return nil
+	}
+	select {
+	case <-g.ready:
+		return nil
+	default:
+		return g.ready
+	}
+}
+
 // stopNamespaceWatches ends the watches of namespaces that never came,
 // when the pass ends.
 func (p *pass) stopNamespaceWatches() {

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -277,25 +277,35 @@ func (p *pass) appliedResources() map[schema.GroupVersionResource]bool {
 	return gvrs
 }
 
-// retry runs fn with the pass's backoff while it fails with a retryable error.
-func (p *pass) retry(ctx context.Context, fn func() error) error {
+// retry runs fn with the pass's backoff while it fails with a retryable
+// error. wake, when set, names the channel that ends a failure's wait
+// early: what it lacked has appeared (a namespace, a kind), usually made
+// by a task in flight, so the next try need not sit out the whole step.
+func (p *pass) retry(ctx context.Context, fn func() error, wake func(error) <-chan struct{}) error {
 	backoff := *p.opts.Backoff
-	var last error
-	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
-		last = fn()
-		if last == nil {
-			return true, nil
+	for {
+		err := fn()
+		if err == nil {
+			return nil
 		}
 		var te *TaskError
-		if errors.As(last, &te) && !te.retryable() {
-			return false, last
+		if errors.As(err, &te) && !te.retryable() || backoff.Steps <= 1 {
+			return err
 		}
-		return false, nil
-	})
-	if last != nil {
-		return last
+		var woken <-chan struct{}
+		if wake != nil {
+			woken = wake(err)
+		}
+		t := time.NewTimer(backoff.Step())
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-woken:
+			t.Stop()
+		case <-t.C:
+		}
 	}
-	return err
 }
 
 // taskManifest returns the manifest behind a graph task.
