@@ -70,6 +70,8 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 	}
 	var live *unstructured.Unstructured
 	switch {
+	case attempt == 0 && p.current[m.ID()] && m.CreateOnly():
+		return ActionSkipped, nil
 	case attempt == 0 && p.current[m.ID()]:
 		return ActionUnchanged, nil
 	case attempt == 0 && p.createsUnread(m):
@@ -92,6 +94,9 @@ func (p *pass) applyOnce(ctx context.Context, m *payload.Manifest, attempt int) 
 			return p.applyOnce(ctx, m, attempt+1)
 		}
 	case m.CreateOnly():
+		// Remembered as found, so that a resync reads it again only once
+		// its watch sees it change.
+		p.e.remember(m, rc, live, true)
 		return ActionSkipped, nil
 	case p.e.unchanged(m, want, live):
 		action = ActionUnchanged

@@ -133,6 +133,8 @@ func (p *pass) waiting(m *payload.Manifest) error {
 
 // lookupForDelete reads the object a delete manifest names. A kind that no
 // longer resolves means its CRD is gone, and every object of it with it.
+// A delete done already only reports whether its object came back, which
+// the watch of its resource answers without a read while it is gone.
 func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstructured.Unstructured, resourceClient, error) {
 	rc, err := p.resourceFor(m)
 	if meta.IsNoMatchError(err) {
@@ -140,6 +142,9 @@ func (p *pass) lookupForDelete(ctx context.Context, m *payload.Manifest) (*unstr
 	}
 	if err != nil {
 		return nil, rc, err
+	}
+	if rec, ok := p.e.ledger.Get(p.e.identity(m)); ok && rec.Done() && p.e.watched().absent(rc.gvr, rc.namespace, m.Obj.GetName()) {
+		return nil, rc, nil
 	}
 	live, err := rc.read(ctx, m.Obj.GetName())
 	return live, rc, err

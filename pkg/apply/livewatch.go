@@ -48,28 +48,45 @@ func newLiveVersions(ctx context.Context, client metadata.Interface) *liveVersio
 // object the synced watch does not hold is gone, which the caller learns
 // by reading it.
 func (l *liveVersions) version(gvr schema.GroupVersionResource, namespace, name string) (string, bool) {
-	if l == nil {
+	m, synced := l.lookup(gvr, namespace, name)
+	if !synced || m == nil {
 		return "", false
+	}
+	return m.ResourceVersion, true
+}
+
+// absent reports whether the watch of gvr has listed and holds no object
+// name in namespace.
+func (l *liveVersions) absent(gvr schema.GroupVersionResource, namespace, name string) bool {
+	m, synced := l.lookup(gvr, namespace, name)
+	return synced && m == nil
+}
+
+// lookup is the watched metadata of one object, nil when the watch holds
+// none; synced is false while gvr is not watched or has not listed.
+func (l *liveVersions) lookup(gvr schema.GroupVersionResource, namespace, name string) (m *metav1.PartialObjectMetadata, synced bool) {
+	if l == nil {
+		return nil, false
 	}
 	l.mu.Lock()
 	inf := l.informers[gvr]
 	l.mu.Unlock()
 	if inf == nil || !inf.HasSynced() {
-		return "", false
+		return nil, false
 	}
 	key := name
 	if namespace != "" {
 		key = namespace + "/" + name
 	}
 	obj, ok, err := inf.GetStore().GetByKey(key)
-	if err != nil || !ok {
-		return "", false
+	if err != nil {
+		return nil, false
 	}
-	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
-		return "", false
+		return nil, true
 	}
-	return m.ResourceVersion, true
+	m, ok = obj.(*metav1.PartialObjectMetadata)
+	return m, ok
 }
 
 // watch starts watching the resources gvrs not watched yet: those of the

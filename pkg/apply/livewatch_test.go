@@ -174,3 +174,103 @@ func TestOnlyACompletePassStartsWatches(t *testing.T) {
 		t.Fatalf("the complete install pass started %d watches, want 1", n)
 	}
 }
+
+// A create-only object is never written once it exists, and a resync
+// reads it only when its watch saw it change, as any other.
+func TestACreateOnlyObjectIsReadOnlyWhenItsWatchSawItChange(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rm, dyn := fakeConfigMaps(liveCM("a", "other"))
+	gets := 0
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() == "get" || a.GetVerb() == "list" {
+			gets++
+		}
+		return answerApplyPatches(a)
+	})
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	md := metadatafake.NewSimpleMetadataClient(scheme, cmMetadata("a", "7"))
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := planRelease(t, planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "v", `release.openshift.io/create-only: "true"`)})
+	resync := func() (reads int) {
+		t.Helper()
+		gets = 0
+		res, err := e.Sync(ctx, rel, SyncOptions{Mode: graph.ModeReconcile})
+		if err != nil || !res.Complete() {
+			t.Fatalf("sync: %v %v", err, res.Errors)
+		}
+		if o := res.Objects[0]; o.Action != ActionSkipped {
+			t.Errorf("%s: %s, want skipped", o.ID, o.Action)
+		}
+		return gets
+	}
+	e.WatchLive(ctx)
+	if n := resync(); n != 1 {
+		t.Fatalf("first pass: %d reads, want one", n)
+	}
+	if n := resync(); n != 0 {
+		t.Errorf("resync with nothing changed: %d reads, want none", n)
+	}
+}
+
+// A delete that is done reads its object again only once the watch of its
+// resource sees it back; then it is reported, and not deleted.
+func TestADoneDeleteReadsItsObjectOnlyWhenTheWatchSeesItBack(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rm, dyn := fakeConfigMaps(liveCM("keep", "v"))
+	reads := map[string]int{}
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if g, ok := a.(clienttesting.GetAction); ok {
+			reads[g.GetName()]++
+		}
+		if a.GetVerb() == "delete" {
+			t.Errorf("%s sent", a.GetVerb())
+		}
+		return answerApplyPatches(a)
+	})
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	md := metadatafake.NewSimpleMetadataClient(scheme, cmMetadata("keep", "7"))
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel := planRelease(t, planDoc{"0000_50_a_01_keep.yaml", cmYAML("keep", "v")},
+		planDoc{"0000_50_a_02_gone.yaml", cmYAML("gone", "v", deleteAnn)})
+	resync := func() (gone ObjectResult) {
+		t.Helper()
+		clear(reads)
+		res, err := e.Sync(ctx, rel, SyncOptions{Mode: graph.ModeReconcile})
+		if err != nil || !res.Complete() {
+			t.Fatalf("sync: %v %v", err, res.Errors)
+		}
+		return res.Objects[1]
+	}
+	e.WatchLive(ctx)
+	if o := resync(); o.Action != ActionAlreadyDeleted || reads["gone"] != 1 {
+		t.Fatalf("first pass: %s after %d reads, want already deleted after one", o.Action, reads["gone"])
+	}
+	if o := resync(); o.Action != ActionAlreadyDeleted || reads["gone"] != 0 {
+		t.Errorf("resync while it is gone: %s after %d reads, want already deleted without a read", o.Action, reads["gone"])
+	}
+	back := liveCM("gone", "v")
+	if err := dyn.Tracker().Add(back); err != nil {
+		t.Fatal(err)
+	}
+	if err := md.Tracker().Add(cmMetadata("gone", "9")); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return !e.watched().absent(configMapsGVR, "ns", "gone"), nil
+	}); err != nil {
+		t.Fatal("the watch never saw the object back")
+	}
+	if o := resync(); o.Action != ActionReappeared || reads["gone"] != 1 {
+		t.Errorf("resync once it is back: %s after %d reads, want reappeared after one", o.Action, reads["gone"])
+	}
+}
