@@ -14,11 +14,12 @@ import (
 )
 
 // loopCaches are the stores of the informers the loop runs anyway. A pass
-// reads through one once its informer has synced, as the CVO's sync reads
-// through its listers, so that an idle pass asks the API nothing the
-// watches already know; before that, and without the loop (plan, Sync
-// called alone), it reads from the API. Every store is read only:
-// callers copy what they change.
+// the loop starts reads through one once its informer has synced, as the
+// CVO's sync reads through its listers, so that an idle pass asks the API
+// nothing the watches already know: a change they bring pokes the loop
+// after the store has it. Any other pass (Sync called by apply or a test,
+// plan) reads the API, and sees a change made just before it. Every store
+// is read only: callers copy what they change.
 type loopCaches struct {
 	mu          sync.Mutex
 	cvInformer  cache.SharedIndexInformer
@@ -44,8 +45,16 @@ func (c *loopCaches) set(f func(*loopCaches)) {
 	f(c)
 }
 
-func (c *loopCaches) get(f func(*loopCaches) cache.SharedIndexInformer) cache.Store {
-	if c == nil {
+// loopPass marks the context of a pass the loop starts.
+type loopPass struct{}
+
+// forLoop is ctx of a pass the loop starts, which reads through caches.
+func forLoop(ctx context.Context) context.Context {
+	return context.WithValue(ctx, loopPass{}, true)
+}
+
+func (c *loopCaches) get(ctx context.Context, f func(*loopCaches) cache.SharedIndexInformer) cache.Store {
+	if c == nil || ctx.Value(loopPass{}) == nil {
 		return nil
 	}
 	c.mu.Lock()
@@ -56,8 +65,8 @@ func (c *loopCaches) get(f func(*loopCaches) cache.SharedIndexInformer) cache.St
 
 // clusterVersion is the ClusterVersion name as the cache holds it, or nil
 // when no synced cache holds it.
-func (c *loopCaches) clusterVersion(name string) *configv1.ClusterVersion {
-	store := c.get(func(c *loopCaches) cache.SharedIndexInformer { return c.cvInformer })
+func (c *loopCaches) clusterVersion(ctx context.Context, name string) *configv1.ClusterVersion {
+	store := c.get(ctx, func(c *loopCaches) cache.SharedIndexInformer { return c.cvInformer })
 	if store == nil {
 		return nil
 	}
@@ -71,8 +80,8 @@ func (c *loopCaches) clusterVersion(name string) *configv1.ClusterVersion {
 
 // clusterOperators lists the cached ClusterOperators, copied; ok is false
 // while no synced cache holds them.
-func (c *loopCaches) clusterOperators() (cos []configv1.ClusterOperator, ok bool) {
-	store := c.get(func(c *loopCaches) cache.SharedIndexInformer { return c.coInformer })
+func (c *loopCaches) clusterOperators(ctx context.Context) (cos []configv1.ClusterOperator, ok bool) {
+	store := c.get(ctx, func(c *loopCaches) cache.SharedIndexInformer { return c.coInformer })
 	if store == nil {
 		return nil, false
 	}
@@ -86,8 +95,8 @@ func (c *loopCaches) clusterOperators() (cos []configv1.ClusterOperator, ok bool
 
 // featureGate is the cached FeatureGate name, nil when the cluster has
 // none; ok is false while no synced cache watches it.
-func (c *loopCaches) featureGate(name string) (fg *configv1.FeatureGate, ok bool) {
-	store := c.get(func(c *loopCaches) cache.SharedIndexInformer { return c.fgInformer })
+func (c *loopCaches) featureGate(ctx context.Context, name string) (fg *configv1.FeatureGate, ok bool) {
+	store := c.get(ctx, func(c *loopCaches) cache.SharedIndexInformer { return c.fgInformer })
 	if store == nil {
 		return nil, false
 	}
@@ -102,8 +111,8 @@ func (c *loopCaches) featureGate(name string) (fg *configv1.FeatureGate, ok bool
 // false while no synced cache watches it. An informer that cannot list
 // never syncs, so a ConfigMap that cannot be read is read from the API,
 // which says why.
-func (c *loopCaches) adminConfigMap(name types.NamespacedName) (cm precondition.AdminConfigMap, ok bool) {
-	store := c.get(func(c *loopCaches) cache.SharedIndexInformer { return c.cmInformers[name] })
+func (c *loopCaches) adminConfigMap(ctx context.Context, name types.NamespacedName) (cm precondition.AdminConfigMap, ok bool) {
+	store := c.get(ctx, func(c *loopCaches) cache.SharedIndexInformer { return c.cmInformers[name] })
 	if store == nil {
 		return cm, false
 	}
@@ -122,7 +131,7 @@ func (c *loopCaches) adminConfigMap(name types.NamespacedName) (cm precondition.
 // version it replaced while the watch has not brought it yet, or from the
 // API. The caller owns the copy returned.
 func (o *Operator) readClusterVersion(ctx context.Context) (*configv1.ClusterVersion, error) {
-	if cv := o.caches.clusterVersion(o.cfg.Name); cv != nil {
+	if cv := o.caches.clusterVersion(ctx, o.cfg.Name); cv != nil {
 		return o.writer.newest(cv).DeepCopy(), nil
 	}
 	return o.config.ConfigV1().ClusterVersions().Get(ctx, o.cfg.Name, metav1.GetOptions{})

@@ -31,10 +31,10 @@ func (c *fakeCluster) startCaches(t *testing.T) {
 	}
 	c.op.caches.set(func(l *loopCaches) { l.cvInformer, l.coInformer, l.fgInformer = cv, co, fg })
 	for _, name := range []types.NamespacedName{precondition.DefaultAdminGates, precondition.DefaultAdminAcks} {
-		if _, ok := c.op.caches.adminConfigMap(name); !ok {
+		if _, ok := c.op.caches.adminConfigMap(forLoop(context.Background()), name); !ok {
 			// The admin informers start with watchAdminAcks; wait for them.
 			deadline := time.Now().Add(5 * time.Second)
-			for ; !ok && time.Now().Before(deadline); _, ok = c.op.caches.adminConfigMap(name) {
+			for ; !ok && time.Now().Before(deadline); _, ok = c.op.caches.adminConfigMap(forLoop(context.Background()), name) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			if !ok {
@@ -70,31 +70,38 @@ func TestPassesReadThroughTheLoopsCaches(t *testing.T) {
 	c.putConfigMap(t, precondition.DefaultAdminGates, map[string]string{testGate: testGateText})
 	c.putConfigMap(t, precondition.DefaultAdminAcks, nil)
 	c.startCaches(t)
-	c.sync(t)
+	loopSync := func() {
+		t.Helper()
+		if _, err := c.op.Sync(forLoop(context.Background()), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loopSync()
 	wantCondition(t, c.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, precondition.ReasonAdminAckRequired)
 
 	t.Log("an ack the watch brings is decided on without a read")
 	c.putConfigMap(t, precondition.DefaultAdminAcks, map[string]string{testGate: "true"})
 	waitFor(t, "the ack in the cache", func() bool {
-		cm, _ := c.op.caches.adminConfigMap(precondition.DefaultAdminAcks)
+		cm, _ := c.op.caches.adminConfigMap(forLoop(context.Background()), precondition.DefaultAdminAcks)
 		return cm.Data[testGate] == "true"
 	})
 	c.config.ClearActions()
 	c.kube().ClearActions()
-	c.sync(t)
+	loopSync()
 	wantCondition(t, c.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionTrue, "AsExpected")
 	if reads := c.cachedReads(); len(reads) > 1 {
 		// One is the test's own read of the ClusterVersion above.
 		t.Errorf("a pass read what the caches hold: %q", reads)
 	}
 
-	t.Log("without the caches, the same pass reads them")
-	c.op.caches.set(func(l *loopCaches) { l.cvInformer, l.coInformer, l.fgInformer, l.cmInformers = nil, nil, nil, nil })
+	t.Log("a pass the loop did not start reads the API, and sees a change made just before it")
+	c.putConfigMap(t, precondition.DefaultAdminAcks, nil)
 	c.config.ClearActions()
 	c.kube().ClearActions()
 	c.sync(t)
+	wantCondition(t, c.clusterVersion(t), configv1.OperatorUpgradeable, configv1.ConditionFalse, precondition.ReasonAdminAckRequired)
 	if reads := c.cachedReads(); len(reads) < 5 {
-		t.Errorf("a pass without caches made %d reads of them, want the ClusterVersion, FeatureGate, ClusterOperators and both admin ConfigMaps: %q", len(reads), reads)
+		t.Errorf("a pass outside the loop made %d reads of them, want the ClusterVersion, FeatureGate, ClusterOperators and both admin ConfigMaps: %q", len(reads), reads)
 	}
 }
 

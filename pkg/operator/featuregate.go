@@ -94,7 +94,7 @@ func (f *clusterFeatures) current() (*configv1.FeatureGate, bool) {
 // same.
 func (r *releaseReader) refreshFeatureGate(ctx context.Context, cc configclient.Interface, caches *loopCaches) (restart string) {
 	logger := klog.FromContext(ctx)
-	fg, cached := caches.featureGate(r.cfg.FeatureGateName)
+	fg, cached := caches.featureGate(ctx, r.cfg.FeatureGateName)
 	var err error
 	if !cached {
 		fg, err = ReadFeatureGate(ctx, cc, r.cfg.FeatureGateName)

@@ -99,7 +99,7 @@ func (b *observer) deletes(ctx context.Context, stuckAfter time.Duration) (clust
 // and the CRD removals of status.desired's release.
 func (b *observer) upgradeable(ctx context.Context, cv *configv1.ClusterVersion) clusterversion.UpgradeableObservation {
 	var obs clusterversion.UpgradeableObservation
-	if cos, ok := b.caches.clusterOperators(); ok {
+	if cos, ok := b.caches.clusterOperators(ctx); ok {
 		obs.Operators = cos
 	} else if cos, err := b.config.ConfigV1().ClusterOperators().List(ctx, metav1.ListOptions{}); err == nil {
 		obs.Operators = cos.Items
@@ -148,7 +148,7 @@ func (b *observer) crdRemovals(ctx context.Context, cv *configv1.ClusterVersion,
 // release judged (nil when it could not be loaded), ships an absent one.
 func (b *observer) adminConfigMaps(ctx context.Context, rel *payload.Release) (gates, acks precondition.AdminConfigMap) {
 	read := func(name types.NamespacedName) precondition.AdminConfigMap {
-		if cm, ok := b.caches.adminConfigMap(name); ok {
+		if cm, ok := b.caches.adminConfigMap(ctx, name); ok {
 			return cm
 		}
 		return ReadAdminConfigMap(ctx, b.kube, name)

@@ -168,7 +168,7 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	failures := 0
 	deletesPending := false
 	for ctx.Err() == nil {
-		out, err := o.Sync(ctx, nil)
+		out, err := o.Sync(forLoop(ctx), nil)
 		gates.startOnce(ctx, o, poke)
 		ended := o.clock.Now()
 		o.health.set(func(h *health) { h.lastPass = ended })
