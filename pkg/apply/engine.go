@@ -289,6 +289,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 		return nil, cleanupErr
 	}
 	live := e.watched()
+	live.startPending()
 	if opts.Mode == graph.ModeReconcile {
 		// A resync just after the watches started skips what they know
 		// rather than read it all.
@@ -337,7 +338,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	// Watches start once a pass completed: an install's retries would
 	// otherwise list every resource while the install still runs.
 	if opts.Mode == graph.ModeReconcile || r.Complete() {
-		live.watch(p.appliedResources(), opts.Mode == graph.ModeReconcile)
+		live.request(p.appliedResources(), opts.Mode == graph.ModeReconcile)
 	}
 	return r, nil
 }

@@ -30,6 +30,41 @@ type liveVersions struct {
 
 	mu        sync.Mutex
 	informers map[schema.GroupVersionResource]*liveWatch
+	// pending is the watch set the last pass asked for, not started yet.
+	pending *watchRequest
+}
+
+// watchRequest is the set of resources a pass asks to watch; exact stops
+// the watches of the others.
+type watchRequest struct {
+	gvrs  map[schema.GroupVersionResource]bool
+	exact bool
+}
+
+// request records the watch set a pass asks for; startPending starts it.
+// The pass's caller starts it once it has reported the pass, so that the
+// watches' first LISTs do not hold back that report; the next pass starts
+// it otherwise.
+func (l *liveVersions) request(gvrs map[schema.GroupVersionResource]bool, exact bool) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.pending = &watchRequest{gvrs: gvrs, exact: exact}
+}
+
+func (l *liveVersions) startPending() {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	req := l.pending
+	l.pending = nil
+	l.mu.Unlock()
+	if req != nil {
+		l.watch(req.gvrs, req.exact)
+	}
 }
 
 // liveWatch is one resource's watch, which runs until ctx ends.
@@ -199,6 +234,13 @@ func (e *Engine) WatchLive(ctx context.Context) {
 const watchSettle = 10 * time.Second
 
 // watched is the engine's liveVersions, nil until WatchLive.
+// StartWatches starts the watches the last pass asked for (WatchLive). The
+// operator calls it once it has written the pass's status; a later Sync
+// starts them otherwise.
+func (e *Engine) StartWatches() {
+	e.watched().startPending()
+}
+
 func (e *Engine) watched() *liveVersions {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()

@@ -142,9 +142,9 @@ func TestUnchangedSinceNeedsTheSameVersionManifestAndHealth(t *testing.T) {
 	}
 }
 
-// An install pass that did not complete starts no watch: its retries
+// An install pass that did not complete asks for no watch: its retries
 // would list every resource while the install still runs. The pass that
-// completes starts them.
+// completes asks for them, and they start once its caller reported it.
 func TestOnlyACompletePassStartsWatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -164,12 +164,18 @@ func TestOnlyACompletePassStartsWatches(t *testing.T) {
 	if res, err := e.Sync(ctx, planRelease(t, cm, unknown), opts); err != nil || res.Complete() {
 		t.Fatalf("sync with an unknown kind: %v, complete %v", err, res != nil && res.Complete())
 	}
+	e.StartWatches()
 	if n := len(e.live.informers); n != 0 {
 		t.Fatalf("an incomplete install pass started %d watches", n)
 	}
 	if res, err := e.Sync(ctx, planRelease(t, cm), opts); err != nil || !res.Complete() {
 		t.Fatalf("sync: %v %v", err, res)
 	}
+	// The caller starts them once it has reported the pass.
+	if n := len(e.live.informers); n != 0 {
+		t.Fatalf("the pass started %d watches before its caller reported it", n)
+	}
+	e.StartWatches()
 	if n := len(e.live.informers); n != 1 {
 		t.Fatalf("the complete install pass started %d watches, want 1", n)
 	}

@@ -169,6 +169,8 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	deletesPending := false
 	for ctx.Err() == nil {
 		out, err := o.Sync(forLoop(ctx), nil)
+		// Once the pass is reported, not before.
+		o.engine.StartWatches()
 		gates.startOnce(ctx, o, poke)
 		ended := o.clock.Now()
 		o.health.set(func(h *health) { h.lastPass = ended })
