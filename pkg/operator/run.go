@@ -115,6 +115,10 @@ func (o *Operator) Run(ctx context.Context, opts RunOptions) error {
 	return ctx.Err()
 }
 
+// cacheSyncWait bounds the wait for the loop's informers before its first
+// pass.
+const cacheSyncWait = 2 * time.Second
+
 // loop syncs on a jittered interval, on relevant changes to the
 // ClusterVersion or ClusterOperators, and retries failures sooner.
 func (o *Operator) loop(ctx context.Context, opts RunOptions) {
@@ -147,6 +151,11 @@ func (o *Operator) loop(ctx context.Context, opts RunOptions) {
 	defer o.caches.set(func(c *loopCaches) { c.cvInformer, c.coInformer, c.fgInformer = nil, nil, nil })
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	// The first pass reads through them too when they list at once; one
+	// that cannot list does not hold it back for long.
+	synced, cancel := context.WithTimeout(ctx, cacheSyncWait)
+	factory.WaitForCacheSync(synced.Done())
+	cancel()
 	// Resyncs then read only the objects that changed since they were
 	// found as their manifests want.
 	o.engine.WatchLive(ctx)
