@@ -273,11 +273,24 @@ func (r *sideRun) countIdle(events []cluster.AuditEvent, user string, from time.
 	r.IdleWrites = float64(writes) / d.Minutes()
 }
 
-// count tallies the user's requests that reached the apiserver before
-// the run Completed.
+// count tallies the user's requests that reached the apiserver up to its
+// last ClusterVersion status write before the harness saw Completed: the
+// write that reported it. The harness polls every 250 ms; without this,
+// whatever either operator sent between its write and the poll counted.
 func (r *sideRun) count(events []cluster.AuditEvent, user string, start time.Time) {
 	end := start.Add(r.Completed)
-	for _, ev := range cluster.FilterAudit(events, cluster.AuditFilter{Stage: cluster.AuditStageResponseComplete, User: user}) {
+	mine := cluster.FilterAudit(events, cluster.AuditFilter{Stage: cluster.AuditStageResponseComplete, User: user})
+	var reported time.Time
+	for _, ev := range mine {
+		if o := ev.ObjectRef; o != nil && o.Resource == "clusterversions" && o.Subresource == "status" && ev.IsWrite() &&
+			!ev.RequestReceivedTimestamp.After(end) && ev.RequestReceivedTimestamp.After(reported) {
+			reported = ev.RequestReceivedTimestamp
+		}
+	}
+	if !reported.IsZero() {
+		end = reported
+	}
+	for _, ev := range mine {
 		if ev.RequestReceivedTimestamp.After(end) {
 			continue
 		}

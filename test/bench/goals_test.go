@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payload-applier/payload-applier/test/cluster"
 )
 
 func TestSideGoals(t *testing.T) {
@@ -37,5 +39,27 @@ func TestProbesAreNotFailures(t *testing.T) {
 		if got := probed(tc.verb, tc.code); got != tc.want {
 			t.Errorf("%s %d: probed %v, want %v", tc.verb, tc.code, got, tc.want)
 		}
+	}
+}
+
+func TestRequestsCountUpToTheWriteThatReportedCompleted(t *testing.T) {
+	start := time.Date(2026, 11, 28, 16, 0, 0, 0, time.UTC)
+	ev := func(at time.Duration, verb, resource, sub string) cluster.AuditEvent {
+		return cluster.AuditEvent{Stage: cluster.AuditStageResponseComplete, Verb: verb, User: cluster.AuditUser{Username: "op"},
+			ObjectRef: &cluster.AuditObjectRef{Resource: resource, Subresource: sub}, ResponseStatus: &cluster.AuditStatus{Code: 200},
+			RequestReceivedTimestamp: start.Add(at)}
+	}
+	events := []cluster.AuditEvent{
+		ev(100*time.Millisecond, "create", "configmaps", ""),
+		ev(200*time.Millisecond, "update", "clusterversions", "status"),
+		ev(900*time.Millisecond, "update", "clusterversions", "status"),
+		// After the write that reported Completed, before the harness saw it.
+		ev(950*time.Millisecond, "list", "deployments", ""),
+		ev(1100*time.Millisecond, "list", "configmaps", ""),
+	}
+	r := sideRun{Completed: time.Second}
+	r.count(events, "op", start)
+	if r.Requests != 3 || r.Writes != 3 {
+		t.Errorf("counted %d requests and %d writes, want 3 and 3: those up to the last status write", r.Requests, r.Writes)
 	}
 }
