@@ -2,17 +2,14 @@ package apply
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-	clienttesting "k8s.io/client-go/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -21,42 +18,6 @@ import (
 // hourSteps is a backoff whose every step outlasts the test: a task that
 // finishes did not sit one out.
 var hourSteps = wait.Backoff{Duration: time.Hour, Factor: 1, Steps: 3}
-
-// A task refused for a missing namespace tries again as soon as the
-// namespace appears, not when its backoff step ends.
-func TestATaskRetriesAsSoonAsItsNamespaceAppears(t *testing.T) {
-	rm := meta.NewDefaultRESTMapper([]schema.GroupVersion{{Version: "v1"}})
-	rm.Add(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, meta.RESTScopeNamespace)
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{configMapsGVR: "ConfigMapList", namespacesGVR: "NamespaceList"})
-	var refused atomic.Int32
-	dyn.PrependReactor("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		if _, err := dyn.Tracker().Get(namespacesGVR, "", "ns"); err == nil {
-			return false, nil, nil
-		}
-		if refused.Add(1) == 1 {
-			go func() {
-				time.Sleep(200 * time.Millisecond)
-				_ = dyn.Tracker().Add(unstructuredOf("v1", "Namespace", "", "ns"))
-			}()
-		}
-		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, "ns")
-	})
-	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel := planRelease(t, planDoc{"0000_50_a_01_cm.yaml", cmYAML("a", "v")})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	res, err := e.Sync(ctx, rel, SyncOptions{Mode: graph.ModeInstall, Backoff: &hourSteps})
-	if err != nil || !res.Complete() {
-		t.Fatalf("sync: %v %v", err, res.Errors)
-	}
-	if n := refused.Load(); n != 1 {
-		t.Errorf("%d creates refused, want one", n)
-	}
-}
 
 // A custom resource whose CRD another task is creating tries again as
 // soon as that CRD's kinds are learned, not when its backoff step ends.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
 	clienttesting "k8s.io/client-go/testing"
 
@@ -24,25 +25,37 @@ func cmMetadata(name, rv string) *metav1.PartialObjectMetadata {
 	}
 }
 
+// watchingEngine is an engine on fakeConfigMaps holding objs, with a
+// metadata client serving watched; each request to the dynamic client is
+// shown to observe, then answered as the apiserver would.
+func watchingEngine(t *testing.T, observe func(clienttesting.Action), objs []runtime.Object, watched ...runtime.Object) (*Engine, *dynamicfake.FakeDynamicClient, *metadatafake.FakeMetadataClient) {
+	t.Helper()
+	rm, dyn := fakeConfigMaps(objs...)
+	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if observe != nil {
+			observe(a)
+		}
+		return answerApplyPatches(a)
+	})
+	scheme := metadatafake.NewTestScheme()
+	_ = metav1.AddMetaToScheme(scheme)
+	md := metadatafake.NewSimpleMetadataClient(scheme, watched...)
+	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, dyn, md
+}
+
 // Once the engine watches what it applied, a resync reads only the
 // objects whose resourceVersion changed since it found them as their
 // manifests want; without the watch, it reads them all.
 func TestAResyncReadsOnlyWhatTheWatchSawChange(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rm, dyn := fakeConfigMaps(liveCM("a", "v"), liveCM("b", "v"), liveCM("c", "v"))
 	requests := map[string]int{}
-	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		requests[a.GetVerb()]++
-		return answerApplyPatches(a)
-	})
-	scheme := metadatafake.NewTestScheme()
-	_ = metav1.AddMetaToScheme(scheme)
-	md := metadatafake.NewSimpleMetadataClient(scheme, cmMetadata("a", "7"), cmMetadata("b", "7"), cmMetadata("c", "7"))
-	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, _, md := watchingEngine(t, func(a clienttesting.Action) { requests[a.GetVerb()]++ },
+		[]runtime.Object{liveCM("a", "v"), liveCM("b", "v"), liveCM("c", "v")}, cmMetadata("a", "7"), cmMetadata("b", "7"), cmMetadata("c", "7"))
 	rel := planRelease(t, planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "v")},
 		planDoc{"0000_50_a_02_b.yaml", cmYAML("b", "v")}, planDoc{"0000_50_a_03_c.yaml", cmYAML("c", "v")})
 	resync := func() map[string]int {
@@ -186,21 +199,12 @@ func TestOnlyACompletePassStartsWatches(t *testing.T) {
 func TestACreateOnlyObjectIsReadOnlyWhenItsWatchSawItChange(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rm, dyn := fakeConfigMaps(liveCM("a", "other"))
 	gets := 0
-	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	e, _, _ := watchingEngine(t, func(a clienttesting.Action) {
 		if a.GetVerb() == "get" || a.GetVerb() == "list" {
 			gets++
 		}
-		return answerApplyPatches(a)
-	})
-	scheme := metadatafake.NewTestScheme()
-	_ = metav1.AddMetaToScheme(scheme)
-	md := metadatafake.NewSimpleMetadataClient(scheme, cmMetadata("a", "7"))
-	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, []runtime.Object{liveCM("a", "other")}, cmMetadata("a", "7"))
 	rel := planRelease(t, planDoc{"0000_50_a_01_a.yaml", cmYAML("a", "v", `release.openshift.io/create-only: "true"`)})
 	resync := func() (reads int) {
 		t.Helper()
@@ -228,24 +232,15 @@ func TestACreateOnlyObjectIsReadOnlyWhenItsWatchSawItChange(t *testing.T) {
 func TestADoneDeleteReadsItsObjectOnlyWhenTheWatchSeesItBack(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rm, dyn := fakeConfigMaps(liveCM("keep", "v"))
 	reads := map[string]int{}
-	dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	e, dyn, md := watchingEngine(t, func(a clienttesting.Action) {
 		if g, ok := a.(clienttesting.GetAction); ok {
 			reads[g.GetName()]++
 		}
 		if a.GetVerb() == "delete" {
 			t.Errorf("%s sent", a.GetVerb())
 		}
-		return answerApplyPatches(a)
-	})
-	scheme := metadatafake.NewTestScheme()
-	_ = metav1.AddMetaToScheme(scheme)
-	md := metadatafake.NewSimpleMetadataClient(scheme, cmMetadata("keep", "7"))
-	e, err := New(Config{Dynamic: dyn, Mapper: resettable{rm}, Ledger: &deletion.MemoryStore{}, Metadata: md})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, []runtime.Object{liveCM("keep", "v")}, cmMetadata("keep", "7"))
 	rel := planRelease(t, planDoc{"0000_50_a_01_keep.yaml", cmYAML("keep", "v")},
 		planDoc{"0000_50_a_02_gone.yaml", cmYAML("gone", "v", deleteAnn)})
 	resync := func() (gone ObjectResult) {
