@@ -59,6 +59,11 @@ type sideRun struct {
 	// AnonPeakMiB is its largest sampled RssAnon until then: heap and
 	// stacks, without the binary's pages.
 	AnonPeakMiB float64
+	// CPUSeconds is the process's user and system time when Completed was
+	// seen.
+	CPUSeconds float64
+	// ByVerb counts the requests until Completed by verb and resource.
+	ByVerb map[string]int
 	// IdleRequests and IdleWrites are per minute over the idle window
 	// after Completed; zero without one.
 	IdleRequests, IdleWrites float64
@@ -204,6 +209,7 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 		return completedOn(ctx, e, rel.Version), nil
 	})
 	r.Completed = time.Since(start)
+	r.CPUSeconds, _ = procCPUSeconds(cmd.Process.Pid)
 	r.PeakRSSMiB = float64(peak) / 1024
 	r.AnonPeakMiB = float64(anonPeak) / 1024
 	if err != nil {
@@ -290,11 +296,17 @@ func (r *sideRun) count(events []cluster.AuditEvent, user string, start time.Tim
 	if !reported.IsZero() {
 		end = reported
 	}
+	r.ByVerb = map[string]int{}
 	for _, ev := range mine {
 		if ev.RequestReceivedTimestamp.After(end) {
 			continue
 		}
 		r.Requests++
+		resource := "(discovery)"
+		if ev.ObjectRef != nil && ev.ObjectRef.Resource != "" {
+			resource = ev.ObjectRef.Resource
+		}
+		r.ByVerb[ev.Verb+" "+resource]++
 		if code := ev.ResponseStatus; code != nil && code.Code >= 400 && !probed(ev.Verb, code.Code) {
 			r.Failed++
 			if r.FailedBy == nil {
@@ -493,16 +505,16 @@ func completedOn(ctx context.Context, e *env, version string) bool {
 func sideTable(runs []sideRun, rel *payload.Release) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nSide by side on %s (%d manifests applied by payload-applier's filters), one fresh control plane per run:\n\n", rel.Version, len(rel.Manifests))
-	b.WriteString("| operator | start → first write | start → Completed | requests | writes | failed requests | peak RSS | anonymous peak | idle requests/min | idle writes/min |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| operator | start → first write | start → Completed | requests | writes | failed requests | peak RSS | anonymous peak | CPU until Completed | idle requests/min | idle writes/min |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	row := func(name string, r sideRun) {
-		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %d | %d | %d | %.0f MiB | %.0f MiB | %.1f | %.1f |\n", name, r.FirstWrite.Seconds(), r.Completed.Seconds(),
-			r.Requests, r.Writes, r.Failed, r.PeakRSSMiB, r.AnonPeakMiB, r.IdleRequests, r.IdleWrites)
+		fmt.Fprintf(&b, "| %s | %.1f s | %.1f s | %d | %d | %d | %.0f MiB | %.0f MiB | %.1f s | %.1f | %.1f |\n", name, r.FirstWrite.Seconds(), r.Completed.Seconds(),
+			r.Requests, r.Writes, r.Failed, r.PeakRSSMiB, r.AnonPeakMiB, r.CPUSeconds, r.IdleRequests, r.IdleWrites)
 	}
 	byOperator := map[string][]sideRun{}
 	var order []string
 	for _, r := range runs {
 		if r.Err != "" {
-			fmt.Fprintf(&b, "| %s | failed: %s | | | | | | | | |\n", r.Operator, strings.ReplaceAll(r.Err, "|", "/"))
+			fmt.Fprintf(&b, "| %s | failed: %s | | | | | | | | | |\n", r.Operator, strings.ReplaceAll(r.Err, "|", "/"))
 			continue
 		}
 		row(r.Operator, r)
@@ -516,6 +528,7 @@ func sideTable(runs []sideRun, rel *payload.Release) string {
 			row(name+", median", medianRun(rs))
 		}
 	}
+	b.WriteString(verbTable(order, byOperator))
 	// The goals are set at the same client budget: payload-applier at its
 	// defaults, the CVO's.
 	b.WriteString(goalsReport(byOperator[applierName], byOperator[cvoName]))
@@ -559,5 +572,60 @@ func medianRun(runs []sideRun) sideRun {
 		AnonPeakMiB:  med(func(r sideRun) float64 { return r.AnonPeakMiB }),
 		IdleRequests: med(func(r sideRun) float64 { return r.IdleRequests }),
 		IdleWrites:   med(func(r sideRun) float64 { return r.IdleWrites }),
+		CPUSeconds:   med(func(r sideRun) float64 { return r.CPUSeconds }),
 	}
+}
+
+// verbTableRows bounds the requests-by-verb table: the most frequent of
+// either operator.
+const verbTableRows = 15
+
+// verbTable is each operator's median requests until Completed by verb
+// and resource, for the verbs and resources either sends most.
+func verbTable(order []string, byOperator map[string][]sideRun) string {
+	medians := map[string]map[string]int{}
+	keys := map[string]bool{}
+	for _, name := range order {
+		all := map[string][]int{}
+		for _, r := range byOperator[name] {
+			for k, n := range r.ByVerb {
+				all[k] = append(all[k], n)
+			}
+		}
+		medians[name] = map[string]int{}
+		for k, ns := range all {
+			// Runs that sent none count as zero.
+			for len(ns) < len(byOperator[name]) {
+				ns = append(ns, 0)
+			}
+			slices.Sort(ns)
+			medians[name][k] = ns[len(ns)/2]
+		}
+		top := slices.SortedFunc(maps.Keys(medians[name]), func(a, b string) int {
+			if d := medians[name][b] - medians[name][a]; d != 0 {
+				return d
+			}
+			return strings.Compare(a, b)
+		})
+		for _, k := range top[:min(len(top), verbTableRows)] {
+			keys[k] = true
+		}
+	}
+	if len(keys) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nRequests until Completed by verb and resource (medians over runs; each operator's most frequent):\n\n| verb and resource |")
+	for _, name := range order {
+		fmt.Fprintf(&b, " %s |", name)
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(order)) + "\n")
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		fmt.Fprintf(&b, "| %s |", k)
+		for _, name := range order {
+			fmt.Fprintf(&b, " %d |", medians[name][k])
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }

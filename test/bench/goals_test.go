@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +62,32 @@ func TestRequestsCountUpToTheWriteThatReportedCompleted(t *testing.T) {
 	r.count(events, "op", start)
 	if r.Requests != 3 || r.Writes != 3 {
 		t.Errorf("counted %d requests and %d writes, want 3 and 3: those up to the last status write", r.Requests, r.Writes)
+	}
+}
+
+func TestProcCPUSecondsGrowsWithWork(t *testing.T) {
+	before, err := procCPUSeconds(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); x++ {
+	}
+	after, err := procCPUSeconds(os.Getpid())
+	if err != nil || after <= before {
+		t.Errorf("CPU seconds %v then %v (%v) after busy work (%d loops)", before, after, err, x)
+	}
+}
+
+func TestVerbTableShowsEachOperatorsMedians(t *testing.T) {
+	runs := map[string][]sideRun{
+		"a": {{ByVerb: map[string]int{"get configmaps": 10, "create configmaps": 3}}, {ByVerb: map[string]int{"get configmaps": 30}}, {ByVerb: map[string]int{"get configmaps": 20}}},
+		"b": {{ByVerb: map[string]int{"patch configmaps": 7}}},
+	}
+	got := verbTable([]string{"a", "b"}, runs)
+	for _, want := range []string{"| verb and resource | a | b |", "| get configmaps | 20 | 0 |", "| create configmaps | 0 | 0 |", "| patch configmaps | 0 | 7 |"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
 	}
 }

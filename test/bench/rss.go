@@ -294,6 +294,34 @@ func procMemory(pid int) (hwm, rss, anon int64, err error) {
 	return hwm, rss, anon, nil
 }
 
+// procCPUSeconds is a process's user and system time so far, from
+// /proc/PID/stat, whose clock ticks are USER_HZ: 100 a second on Linux.
+func procCPUSeconds(pid int) (float64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces: fields count
+	// from after it.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	fields := strings.Fields(s[i+1:])
+	// utime and stime are the stat file's 14th and 15th fields; the
+	// state, the 3rd, is fields[0] here.
+	if len(fields) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(fields))
+	}
+	utime, err1 := strconv.ParseFloat(fields[11], 64)
+	stime, err2 := strconv.ParseFloat(fields[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, fields[11], fields[12])
+	}
+	return (utime + stime) / 100, nil
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
