@@ -94,9 +94,11 @@ cvo:
 # objects after the install and after they undid hand edits, and compares
 # them (DIFF/diff.md), and with UPDATE=1 after an update to a z-stream made
 # from the payload; PAYLOAD, a payload directory, replaces ocp-real (e.g.
-# examples/payloads/1.0.0). Prints the table; writes no docs.
+# examples/payloads/1.0.0); OPERATOR_DELAY, e.g. 5s, delays each stub
+# operator's report, and OPERATOR_EPISODES scripts their troubles, e.g.
+# network:Degraded:0s:20s. Prints the table; writes no docs.
 bench-cvo: build cluster-tools
-	$(GO) run ./test/bench -cvo "$$(hack/build-cvo.sh)" -reps $(or $(REPS),3) -idle $(or $(IDLE),0) $(if $(DIFF),-diff $(DIFF)) $(if $(UPDATE),-update) $(if $(PAYLOAD),-real $(PAYLOAD))
+	$(GO) run ./test/bench -cvo "$$(hack/build-cvo.sh)" -reps $(or $(REPS),3) -idle $(or $(IDLE),0) $(if $(DIFF),-diff $(DIFF)) $(if $(UPDATE),-update) $(if $(PAYLOAD),-real $(PAYLOAD)) $(if $(OPERATOR_DELAY),-operator-delay $(OPERATOR_DELAY)) $(if $(OPERATOR_EPISODES),-operator-episodes $(OPERATOR_EPISODES))
 
 # One run of each tool at 1000 manifests, for a quick look; writes no docs.
 .PHONY: bench-quick

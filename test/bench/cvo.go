@@ -200,12 +200,13 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 	}
 	defer stopProcess(cmd)
 	versions := operatorVersions(rel)
+	stub := newStubOperators(o.operatorDelay, o.episodes)
 	var peak, anonPeak int64
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, sideTimeout, true, func(ctx context.Context) (bool, error) {
 		if hwm, _, anon, err := procMemory(cmd.Process.Pid); err == nil {
 			peak, anonPeak = max(peak, hwm), max(anonPeak, anon)
 		}
-		reportAvailable(ctx, e, versions)
+		stub.report(ctx, e, versions)
 		return completedOn(ctx, e, rel.Version), nil
 	})
 	r.Completed = time.Since(start)
@@ -221,7 +222,7 @@ func runSide(ctx context.Context, o options, op sideOperator, rel *payload.Relea
 		logf("%s: idle for %s", op.name, o.idle)
 		// The stub keeps playing the operators, as they keep reporting.
 		_ = wait.PollUntilContextTimeout(ctx, time.Second, o.idle, true, func(ctx context.Context) (bool, error) {
-			reportAvailable(ctx, e, versions)
+			stub.report(ctx, e, versions)
 			return false, nil
 		})
 	}

@@ -61,20 +61,23 @@ type preparer interface {
 }
 
 type options struct {
-	reps       int
-	sizes      []int
-	cmCount    int
-	realDir    string
-	update     bool
-	docs       string
-	chart      string
-	jsonOut    string
-	profileDir string
-	work       string
-	skipRSS    bool
-	skipReal   bool
-	skipCM     bool
-	skipOne    bool
+	// operatorDelay and episodes script the stub operators of -cvo.
+	operatorDelay time.Duration
+	episodes      []episode
+	reps          int
+	sizes         []int
+	cmCount       int
+	realDir       string
+	update        bool
+	docs          string
+	chart         string
+	jsonOut       string
+	profileDir    string
+	work          string
+	skipRSS       bool
+	skipReal      bool
+	skipCM        bool
+	skipOne       bool
 	// strictOrder runs payload-applier one manifest at a time per
 	// component, as before waves, for a before/after comparison.
 	strictOrder bool
@@ -128,6 +131,8 @@ func main() {
 		return nil
 	})
 	flag.StringVar(&o.operatorMemoryLimit, "operator-memory-limit", "", "run the measured operator in a cgroup with this memory limit (e.g. 256Mi), as a container's; needs root")
+	flag.DurationVar(&o.operatorDelay, "operator-delay", 0, "with -cvo: each stub operator reports its ClusterOperator Available this long after it appears")
+	episodes := flag.String("operator-episodes", "", "with -cvo: stub operators' troubles, operator:Degraded|Unavailable:after:for,... (e.g. network:Degraded:0s:20s), counted from when each reports")
 	flag.DurationVar(&o.idle, "idle", 0, "with -cvo: after each operator completed, count its requests and writes per minute over this long (the goal's window is 10m)")
 	flag.BoolVar(&o.keepClusters, "keep-clusters", false, "with -cvo: keep each control plane's data directory, its audit log and logs, under -work")
 	flag.BoolVar(&o.update, "update", false, "with -diff: after the reconcile check, update each operator to a z-stream made from the payload (a ConfigMap added, one changed), playing the Deployment controller and the CVO's version- pod, and compare the objects once it Completed")
@@ -138,6 +143,10 @@ func main() {
 	rawChildKubeconfig := flag.String("raw-child-kubeconfig", "", "internal: the kubeconfig of -raw-child")
 	flag.StringVar(&only, "tools", "", "comma-separated tools to run (default all): "+strings.Join(allTools, ","))
 	flag.Parse()
+	var err error
+	if o.episodes, err = parseEpisodes(*episodes); err != nil {
+		fatalf("-operator-episodes: %v", err)
+	}
 	if *rawChildDir != "" {
 		if err := rawChild(context.Background(), *rawChildDir, *rawChildKubeconfig); err != nil {
 			fatalf("raw: %v", err)
