@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/payload-applier/payload-applier/test/cluster"
 )
@@ -96,11 +97,16 @@ func clusterVersion(t testing.TB) *configv1.ClusterVersion {
 
 // requestVersion sets spec.desiredUpdate of the ClusterVersion, as an
 // administrator asks a running operator for a release.
+// requestVersion sets spec.desiredUpdate, retrying when a status write of
+// a running operator came between its read and its write.
 func requestVersion(t testing.TB, version string) {
 	t.Helper()
-	cv := clusterVersion(t)
-	cv.Spec.DesiredUpdate = &configv1.Update{Version: version}
-	if _, err := configClient(t).ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{FieldValidation: "Ignore"}); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cv := clusterVersion(t)
+		cv.Spec.DesiredUpdate = &configv1.Update{Version: version}
+		_, err := configClient(t).ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 }
