@@ -233,7 +233,6 @@ func (e *Engine) WatchLive(ctx context.Context) {
 // of requests.
 const watchSettle = 10 * time.Second
 
-// watched is the engine's liveVersions, nil until WatchLive.
 // StartWatches starts the watches the last pass asked for (WatchLive). The
 // operator calls it once it has written the pass's status; a later Sync
 // starts them otherwise.
@@ -241,6 +240,7 @@ func (e *Engine) StartWatches() {
 	e.watched().startPending()
 }
 
+// watched is the engine's liveVersions, nil until WatchLive.
 func (e *Engine) watched() *liveVersions {
 	e.appliedMu.Lock()
 	defer e.appliedMu.Unlock()

@@ -70,16 +70,14 @@ func (p *pass) watchNamespace(ctx context.Context, ns string) {
 // awaitNamespace waits, at most limit, for ns when a task of the pass
 // found it missing.
 func (p *pass) awaitNamespace(ctx context.Context, ns string, limit time.Duration) {
-	p.nsMu.Lock()
-	g := p.nsGates[ns]
-	p.nsMu.Unlock()
-	if g == nil || limit <= 0 {
+	arrival := p.namespaceArrival(ns)
+	if arrival == nil || limit <= 0 {
 		return
 	}
 	t := time.NewTimer(limit)
 	defer t.Stop()
 	select {
-	case <-g.ready:
+	case <-arrival:
 	case <-t.C:
 	case <-ctx.Done():
 	}

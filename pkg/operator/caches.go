@@ -70,12 +70,15 @@ func (c *loopCaches) clusterVersion(ctx context.Context, name string) *configv1.
 	if store == nil {
 		return nil
 	}
-	obj, found, _ := store.GetByKey(name)
-	cv, ok := obj.(*configv1.ClusterVersion)
-	if !found || !ok {
-		return nil
-	}
+	cv, _ := byKey[*configv1.ClusterVersion](store, name)
 	return cv
+}
+
+// byKey is the object under key in store, when there is one of type T.
+func byKey[T any](store cache.Store, key string) (T, bool) {
+	obj, found, _ := store.GetByKey(key)
+	t, ok := obj.(T)
+	return t, found && ok
 }
 
 // clusterOperators lists the cached ClusterOperators, copied; ok is false
@@ -100,8 +103,7 @@ func (c *loopCaches) featureGate(ctx context.Context, name string) (fg *configv1
 	if store == nil {
 		return nil, false
 	}
-	obj, found, _ := store.GetByKey(name)
-	if fg, isFG := obj.(*configv1.FeatureGate); found && isFG {
+	if fg, found := byKey[*configv1.FeatureGate](store, name); found {
 		return fg.DeepCopy(), true
 	}
 	return nil, true
@@ -117,8 +119,7 @@ func (c *loopCaches) adminConfigMap(ctx context.Context, name types.NamespacedNa
 		return cm, false
 	}
 	cm.Name = name
-	obj, found, _ := store.GetByKey(name.String())
-	if got, isCM := obj.(*corev1.ConfigMap); found && isCM {
+	if got, found := byKey[*corev1.ConfigMap](store, name.String()); found {
 		cm.Data = got.DeepCopy().Data
 	} else {
 		cm.Absent = true

@@ -88,10 +88,10 @@ func (f *clusterFeatures) current() (*configv1.FeatureGate, bool) {
 }
 
 // refreshFeatureGate reads the FeatureGate at the start of a pass, through
-// caches when they watch it. A read that fails keeps the last answer. A new feature set restarts the sync,
-// as the CVO restarts itself (featurechangestopper.go): the releases held
-// are dropped, and the message returned says so; "" when the set is the
-// same.
+// caches when they watch it. A read that fails keeps the last answer. A
+// new feature set restarts the sync, as the CVO restarts itself
+// (featurechangestopper.go): the releases held are dropped, and the
+// message returned says so; "" when the set is the same.
 func (r *releaseReader) refreshFeatureGate(ctx context.Context, cc configclient.Interface, caches *loopCaches) (restart string) {
 	logger := klog.FromContext(ctx)
 	fg, cached := caches.featureGate(ctx, r.cfg.FeatureGateName)
