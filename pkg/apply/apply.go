@@ -50,9 +50,16 @@ func (p *pass) applyTask(ctx context.Context, t *graph.Task) error {
 	})
 	if err != nil {
 		te := taskError(m, "apply", err)
+		if te.Effect == payload.EffectReport {
+			// Applied; what its health reports keeps the pass from
+			// completing but holds no later task back.
+			res.Err, res.Message = te, te.Message
+			p.record(ctx, t.Index, res)
+			return nil
+		}
 		res.Action, res.Err, res.Message = ActionFailed, te, te.Message
 		p.record(ctx, t.Index, res)
-		if te.Effect == EffectFail {
+		if te.Effect == payload.EffectFail {
 			p.e.warn(string(te.Reason), te.Error())
 		}
 		return te
@@ -262,7 +269,7 @@ func (e *Engine) rememberUndeclared(m *payload.Manifest, paths []string) {
 // waiting briefly for a new CRD to become Established, and returns the
 // object as it last read it.
 func (p *pass) health(ctx context.Context, m *payload.Manifest, rc resourceClient, live *unstructured.Unstructured) (*unstructured.Unstructured, Health) {
-	h := CheckHealth(m.Obj, live)
+	h := CheckHealth(m.Obj, live, p.opts.Mode)
 	if h.Reason == ReasonCRDNotEstablished {
 		live, h = p.awaitEstablished(ctx, m, rc, live)
 	}
@@ -272,17 +279,18 @@ func (p *pass) health(ctx context.Context, m *payload.Manifest, rc resourceClien
 // healthError is the task's error for h. Install skips all but the checks
 // later tasks of the same pass depend on.
 func (p *pass) healthError(m *payload.Manifest, h Health) error {
+	var since time.Time
+	if h.Operator != "" || m.Obj.GroupVersionKind().GroupKind() == payload.ClusterOperatorKind {
+		since = p.e.operatorWaits.observe(m.Obj.GetName(), h.Healthy(), p.e.clock.Now())
+	}
 	if h.Healthy() {
 		return nil
 	}
-	if p.opts.Mode == graph.ModeInstall {
-		switch h.Reason {
-		case ReasonCRDNotEstablished, ReasonCONotAvailable, ReasonCONoVersions:
-		default:
-			return nil
-		}
+	if p.opts.Mode == graph.ModeInstall && h.Operator == "" && h.Reason != ReasonCRDNotEstablished {
+		return nil
 	}
-	return &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message}
+	return &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message,
+		Detail: h.Detail, Operator: h.Operator, PluralReason: h.PluralReason, PluralMessage: h.PluralMessage, Since: since}
 }
 
 // awaitEstablished waits briefly for a new CRD (WaitEstablished): it
@@ -293,14 +301,14 @@ func (p *pass) awaitEstablished(ctx context.Context, m *payload.Manifest, rc res
 	defer cancel()
 	established, err := WaitEstablished(ctx, rc.ri, m.Obj.GetName(), live.GetResourceVersion())
 	if err != nil {
-		return live, Health{Reason: ReasonCRDNotEstablished, Effect: EffectNone,
+		return live, Health{Reason: ReasonCRDNotEstablished, Effect: payload.EffectNone,
 			Message: "CustomResourceDefinition " + m.Obj.GetName() + " did not become Established in " + p.opts.EstablishTimeout.String()}
 	}
 	if !p.e.mapper.learn(established) {
 		p.e.mapper.invalidate()
 	}
 	p.e.noteEstablished(established)
-	return established, CheckHealth(m.Obj, established)
+	return established, CheckHealth(m.Obj, established, p.opts.Mode)
 }
 
 // desiredObject is the manifest as sent to the server: without status and

@@ -126,7 +126,7 @@ func (p *pass) guardCRDUpdate(ctx context.Context, m *payload.Manifest, live *un
 		}
 	}
 	if len(blocking) > 0 {
-		return &TaskError{Subject: m.ID(), File: m.Position(), Reason: ReasonCRDUpdateBlocked, Effect: EffectFail,
+		return &TaskError{Subject: m.ID(), File: m.Position(), Reason: ReasonCRDUpdateBlocked, Effect: payload.EffectFail,
 			Message: "update refused, the CustomResourceDefinition is left as it is: " + crdcompat.Summary(blocking)}
 	}
 	if len(forced) > 0 {

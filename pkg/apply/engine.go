@@ -102,6 +102,8 @@ type Engine struct {
 	onDelete  func(deletion.Transition, deletion.Record)
 	limiter   *budgetLimiter
 	metadata  metadata.Interface
+	// operatorWaits times the ClusterOperators short of healthy.
+	operatorWaits operatorWaits
 
 	// applied remembers, per object, the manifest hash and the
 	// resourceVersion our last write produced, so a resync can skip the
@@ -297,6 +299,7 @@ func (e *Engine) Sync(ctx context.Context, rel *payload.Release, opts SyncOption
 	}
 	p := newPass(e, rel, opts)
 	defer p.stopNamespaceWatches()
+	e.operatorWaits.begin(rel.Version + "/" + string(opts.Mode))
 	if ledgerErr != nil {
 		// Applies go ahead; no delete starts, and nothing overwrites the
 		// ledger, until someone repairs it.
@@ -413,10 +416,11 @@ func (p *pass) result(walks graph.PassResult) *SyncResult {
 		if o.Delete {
 			continue
 		}
-		switch {
-		case o.Err != nil:
+		if o.Err != nil {
 			r.Errors = append(r.Errors, o.Err)
-		case o.Action != ActionNotRun:
+		}
+		if o.Action != ActionNotRun && o.Action != ActionFailed {
+			// Reported trouble (payload.EffectReport) counts as done, as the CVO counts it.
 			r.Done++
 		}
 	}

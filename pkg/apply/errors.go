@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,20 +40,11 @@ const (
 	ReasonCONotAvailable      Reason = "ClusterOperatorNotAvailable"
 	ReasonCODegraded          Reason = "ClusterOperatorDegraded"
 	ReasonCOUpdating          Reason = "ClusterOperatorUpdating"
-)
-
-// Effect says how a failure weighs on the sync, as the CVO's UpdateEffect.
-type Effect string
-
-const (
-	// EffectFail fails the task.
-	EffectFail Effect = "Fail"
-	// EffectNone is a wait: the task did not finish, but nothing is wrong yet.
-	EffectNone Effect = "None"
-	// EffectFailAfterInterval fails only once the condition has lasted too long.
-	EffectFailAfterInterval Effect = "FailAfterInterval"
-	// EffectReport is reported without failing the task.
-	EffectReport Effect = "Report"
+	// The CVO's reasons for several operators failing alike.
+	ReasonCOsNoVersions   Reason = "ClusterOperatorsNoVersions"
+	ReasonCOsNotAvailable Reason = "ClusterOperatorsNotAvailable"
+	ReasonCOsDegraded     Reason = "ClusterOperatorsDegraded"
+	ReasonCOsUpdating     Reason = "ClusterOperatorsUpdating"
 )
 
 // TaskError is a failed task: which manifest, why, and how much it weighs.
@@ -59,9 +52,18 @@ type TaskError struct {
 	Subject payload.ObjectID
 	File    string
 	Reason  Reason
-	Effect  Effect
+	Effect  payload.Effect
 	Message string
 	Err     error
+	// Detail, Operator, PluralReason and PluralMessage are a health
+	// check's (Health).
+	Detail        string
+	Operator      string
+	PluralReason  Reason
+	PluralMessage string
+	// Since is when this pass's release first found the operator short of
+	// healthy; zero for other tasks.
+	Since time.Time
 }
 
 func (e *TaskError) Error() string {
@@ -76,6 +78,10 @@ func (e *TaskError) Unwrap() error { return e.Err }
 
 // retryable reports whether another attempt could succeed.
 func (e *TaskError) retryable() bool {
+	if e.Effect == payload.EffectReport {
+		// Reported, it holds nothing back; the next pass looks again.
+		return false
+	}
 	switch e.Reason {
 	case ReasonDeletionRefused, ReasonInvalid, ReasonCONoVersions, ReasonCRDUpdateBlocked:
 		// The CRD check retries its reads itself; the next pass tries again.
@@ -98,7 +104,7 @@ func taskError(m *payload.Manifest, action string, err error) *TaskError {
 		Subject: m.ID(),
 		File:    m.Position(),
 		Reason:  ReasonFor(err),
-		Effect:  EffectFail,
+		Effect:  payload.EffectFail,
 		Message: fmt.Sprintf("%s failed: %v", action, err),
 		Err:     err,
 	}
@@ -131,4 +137,58 @@ func ReasonFor(err error) Reason {
 		return ReasonClusterError
 	}
 	return ReasonFailed
+}
+
+// Summary is the CVO's short account of a failure's reason for the
+// Progressing message ("Unable to apply 4.x: <summary>"); name is the
+// object or operator, when one is known.
+func Summary(reason Reason, name string) string {
+	named := func(one, anon string) string {
+		if name != "" {
+			return fmt.Sprintf(one, name)
+		}
+		return anon
+	}
+	switch reason {
+	case ReasonNotFound, ReasonConflict:
+		return "some resources could not be updated"
+	case ReasonClusterDown:
+		return "the control plane is down or not responding"
+	case ReasonClusterError:
+		return "the control plane is reporting an internal error"
+	case ReasonClusterOverloaded:
+		return "the control plane is overloaded and is not accepting updates"
+	case ReasonUnauthorized:
+		return "could not authenticate to the server"
+	case ReasonForbidden:
+		return "the server is rejecting updates"
+	case ReasonTypeMissing:
+		return "a required extension is not available to update"
+	case ReasonInvalid:
+		return "some cluster configuration is invalid"
+	case ReasonCODegraded:
+		return named("the cluster operator %s is degraded", "a cluster operator is degraded")
+	case ReasonCONotAvailable:
+		return named("the cluster operator %s is not available", "a cluster operator is not available")
+	case ReasonCONoVersions:
+		return named("the cluster operator %s does not declare expected versions", "a cluster operator does not declare expected versions")
+	case ReasonWorkloadNotAvail:
+		return named("the workload %s has not yet successfully rolled out", "a workload has not yet rolled out")
+	case ReasonWorkloadNotProgress:
+		return named("the workload %s cannot roll out", "a workload cannot roll out")
+	case ReasonCOsNotAvailable:
+		return "some cluster operators are not available"
+	// The CVO has no summary of these, and would print "<names> has an
+	// unknown error: <reason>".
+	case ReasonCOsDegraded:
+		return "some cluster operators are degraded"
+	case ReasonCOsNoVersions:
+		return "some cluster operators do not declare expected versions"
+	case ReasonCOsUpdating:
+		return "some cluster operators are updating versions"
+	}
+	if strings.HasPrefix(string(reason), "UpdatePayload") {
+		return "the update could not be applied"
+	}
+	return named("%s has an unknown error: "+string(reason), "an unknown error has occurred: "+string(reason))
 }

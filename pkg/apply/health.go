@@ -5,7 +5,11 @@ import (
 	"sort"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/payload-applier/payload-applier/pkg/graph"
 
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
@@ -14,8 +18,17 @@ import (
 type Health struct {
 	// Reason is empty when the object is healthy.
 	Reason  Reason
-	Effect  Effect
+	Effect  payload.Effect
 	Message string
+	// Detail is what the object says of itself: for a ClusterOperator,
+	// its condition's reason and message, which the CVO only logs.
+	Detail string
+	// Operator names the ClusterOperator judged. Several operators failing
+	// for the same reason become one PluralReason, with PluralMessage
+	// formatting their names, as the CVO condenses them.
+	Operator      string
+	PluralReason  Reason
+	PluralMessage string
 }
 
 // Healthy reports whether the check passed.
@@ -24,7 +37,7 @@ func (h Health) Healthy() bool { return h.Reason == "" }
 // CheckHealth judges a live object by the CVO's rules. required is the
 // manifest, needed for ClusterOperators, whose manifest lists the versions the
 // live status must reach. Kinds without rules are healthy.
-func CheckHealth(required, live *unstructured.Unstructured) Health {
+func CheckHealth(required, live *unstructured.Unstructured, mode graph.Mode) Health {
 	gk := live.GroupVersionKind().GroupKind()
 	switch gk {
 	case payload.CRDKind:
@@ -36,7 +49,7 @@ func CheckHealth(required, live *unstructured.Unstructured) Health {
 	case payload.JobKind:
 		return jobHealth(live)
 	case payload.ClusterOperatorKind:
-		return clusterOperatorHealth(required, live)
+		return clusterOperatorHealth(required, live, mode)
 	}
 	return Health{}
 }
@@ -59,7 +72,7 @@ func condition(obj *unstructured.Unstructured, condType string) (status, reason,
 
 func crdHealth(live *unstructured.Unstructured) Health {
 	if s, _, _ := condition(live, "Established"); s != "True" {
-		return Health{Reason: ReasonCRDNotEstablished, Effect: EffectNone,
+		return Health{Reason: ReasonCRDNotEstablished, Effect: payload.EffectNone,
 			Message: fmt.Sprintf("CustomResourceDefinition %s is not Established yet", live.GetName())}
 	}
 	return Health{}
@@ -67,7 +80,7 @@ func crdHealth(live *unstructured.Unstructured) Health {
 
 func terminatingHealth(live *unstructured.Unstructured) Health {
 	if live.GetDeletionTimestamp() != nil {
-		return Health{Reason: ReasonWorkloadNotAvail, Effect: EffectFail,
+		return Health{Reason: ReasonWorkloadNotAvail, Effect: payload.EffectFail,
 			Message: fmt.Sprintf("%s %s/%s is being deleted", live.GetKind(), live.GetNamespace(), live.GetName())}
 	}
 	return Health{}
@@ -79,17 +92,17 @@ func deploymentHealth(live *unstructured.Unstructured) Health {
 	}
 	name := live.GetNamespace() + "/" + live.GetName()
 	if s, r, msg := condition(live, "ReplicaFailure"); s == "True" {
-		return Health{Reason: ReasonWorkloadNotProgress, Effect: EffectFail,
+		return Health{Reason: ReasonWorkloadNotProgress, Effect: payload.EffectFail,
 			Message: fmt.Sprintf("deployment %s has a replica failure %s: %s", name, r, msg)}
 	}
 	avail, _, _ := condition(live, "Available")
 	prog, progReason, progMsg := condition(live, "Progressing")
 	if avail == "False" && prog == "False" {
-		return Health{Reason: ReasonWorkloadNotAvail, Effect: EffectFail,
+		return Health{Reason: ReasonWorkloadNotAvail, Effect: payload.EffectFail,
 			Message: fmt.Sprintf("deployment %s is not available and not progressing: %s", name, progMsg)}
 	}
 	if prog == "False" && progReason == "ProgressDeadlineExceeded" {
-		return Health{Reason: ReasonWorkloadNotProgress, Effect: EffectFail,
+		return Health{Reason: ReasonWorkloadNotProgress, Effect: payload.EffectFail,
 			Message: fmt.Sprintf("deployment %s is not progressing: %s", name, progMsg)}
 	}
 	return Health{}
@@ -102,74 +115,115 @@ func jobHealth(live *unstructured.Unstructured) Health {
 		return Health{}
 	}
 	if s, r, msg := condition(live, "Failed"); s == "True" {
-		return Health{Reason: ReasonJobFailed, Effect: EffectFail,
+		return Health{Reason: ReasonJobFailed, Effect: payload.EffectFail,
 			Message: fmt.Sprintf("job %s failed (%s): %s", name, r, msg)}
 	}
 	active := nestedCount(live, "status", "active")
 	failed := nestedCount(live, "status", "failed")
 	if active == 0 && failed > 0 {
-		return Health{Reason: ReasonJobFailed, Effect: EffectFail,
+		return Health{Reason: ReasonJobFailed, Effect: payload.EffectFail,
 			Message: fmt.Sprintf("job %s has %.0f failed pods and none active", name, failed)}
 	}
-	return Health{Reason: ReasonJobNotComplete, Effect: EffectNone,
+	return Health{Reason: ReasonJobNotComplete, Effect: payload.EffectNone,
 		Message: fmt.Sprintf("job %s has not completed", name)}
 }
 
-// statusVersions reads status.versions as name → version.
-func statusVersions(obj *unstructured.Unstructured) map[string]string {
-	out := map[string]string{}
-	vs, _, _ := unstructured.NestedSlice(obj.Object, "status", "versions")
-	for _, v := range vs {
-		m, ok := v.(map[string]interface{})
-		if !ok {
-			continue
-		}
-		n, _ := m["name"].(string)
-		ver, _ := m["version"].(string)
-		out[n] = ver
+// clusterOperatorHealth is the CVO's checkOperatorHealth: the same
+// conditions, reasons, texts and effects. An install lets versions lag
+// and only reports a Degraded operator (payload.EffectReport), as the CVO's
+// InitializingMode does.
+func clusterOperatorHealth(required, live *unstructured.Unstructured, mode graph.Mode) Health {
+	var want, have configv1.ClusterOperator
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(required.Object, &want); err != nil {
+		return operatorHealth(live.GetName(), ReasonCONoVersions, payload.EffectFail, "cannot read the manifest's status: "+err.Error())
 	}
-	return out
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(live.Object, &have); err != nil {
+		return operatorHealth(live.GetName(), ReasonCONotAvailable, payload.EffectFail, "cannot read its status: "+err.Error())
+	}
+	return OperatorHealth(&want, &have, mode)
 }
 
-func clusterOperatorHealth(required, live *unstructured.Unstructured) Health {
-	name := live.GetName()
-	want := statusVersions(required)
-	if len(want) == 0 {
-		return Health{Reason: ReasonCONoVersions, Effect: EffectFail,
-			Message: fmt.Sprintf("cluster operator %s manifest lists no status.versions", name)}
+// OperatorHealth judges have against the versions want declares.
+func OperatorHealth(want, have *configv1.ClusterOperator, mode graph.Mode) Health {
+	name := want.Name
+	if len(want.Status.Versions) == 0 {
+		return operatorHealth(name, ReasonCONoVersions, payload.EffectFail, "")
 	}
-	if s, r, msg := condition(live, "Available"); s != "True" {
-		detail := "has not reported Available"
-		if s != "" {
-			detail = fmt.Sprintf("is not available (%s: %s)", r, msg)
+	undone := make([]string, 0, len(want.Status.Versions))
+	for _, v := range want.Status.Versions {
+		current := ""
+		for _, h := range have.Status.Versions {
+			if h.Name == v.Name {
+				current = h.Version
+				break
+			}
 		}
-		return Health{Reason: ReasonCONotAvailable, Effect: EffectFail,
-			Message: fmt.Sprintf("cluster operator %s %s", name, detail)}
-	}
-	if s, r, msg := condition(live, "Degraded"); s != "False" {
-		return Health{Reason: ReasonCODegraded, Effect: EffectFailAfterInterval,
-			Message: fmt.Sprintf("cluster operator %s is degraded (%s: %s)", name, r, msg)}
-	}
-	have := statusVersions(live)
-	var behind []string
-	for n, v := range want {
-		if have[n] != v {
-			behind = append(behind, fmt.Sprintf("%s from %s to %s", n, orNone(have[n]), v))
+		switch {
+		case current == v.Version:
+		case current == "":
+			undone = append(undone, fmt.Sprintf("%s to %s", v.Name, v.Version))
+		default:
+			undone = append(undone, fmt.Sprintf("%s from %s to %s", v.Name, current, v.Version))
 		}
 	}
-	if len(behind) > 0 {
-		sort.Strings(behind)
-		return Health{Reason: ReasonCOUpdating, Effect: EffectNone,
-			Message: fmt.Sprintf("cluster operator %s is updating versions: %s", name, strings.Join(behind, ", "))}
+	sort.Strings(undone)
+
+	available, progressing, degraded := false, true, true
+	var availableCond, degradedCond *configv1.ClusterOperatorStatusCondition
+	for i := range have.Status.Conditions {
+		c := &have.Status.Conditions[i]
+		switch c.Type {
+		case configv1.OperatorAvailable:
+			available, availableCond = c.Status == configv1.ConditionTrue, c
+		case configv1.OperatorProgressing:
+			if c.Status == configv1.ConditionFalse {
+				progressing = false
+			}
+		case configv1.OperatorDegraded:
+			degraded, degradedCond = c.Status != configv1.ConditionFalse, c
+		}
+	}
+	detail := fmt.Sprintf("cluster operator %s: available=%v, progressing=%v, degraded=%v, undone=%s",
+		name, available, progressing, degraded, strings.Join(undone, ", "))
+	switch {
+	case !available:
+		if availableCond != nil && availableCond.Message != "" {
+			detail = fmt.Sprintf("cluster operator %s is %s=%s: %s: %s", name, availableCond.Type, availableCond.Status, availableCond.Reason, availableCond.Message)
+		}
+		return operatorHealth(name, ReasonCONotAvailable, payload.EffectFail, detail)
+	case degraded:
+		if degradedCond != nil && degradedCond.Message != "" {
+			detail = fmt.Sprintf("cluster operator %s is %s=%s: %s, %s", name, degradedCond.Type, degradedCond.Status, degradedCond.Reason, degradedCond.Message)
+		}
+		effect := payload.EffectFailAfterInterval
+		if mode == graph.ModeInstall {
+			effect = payload.EffectReport
+		}
+		return operatorHealth(name, ReasonCODegraded, effect, detail)
+	case len(undone) > 0 && mode != graph.ModeInstall:
+		// The CVO's text, and which versions lag, which it leaves out.
+		detail = fmt.Sprintf("cluster operator %s is available and not degraded but has not finished updating to target version: %s", name, strings.Join(undone, ", "))
+		return operatorHealth(name, ReasonCOUpdating, payload.EffectNone, detail)
 	}
 	return Health{}
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "<none>"
-	}
-	return s
+// operatorTexts are the CVO's messages for one operator and for several
+// sharing a reason, and the plural reason.
+var operatorTexts = map[Reason]struct {
+	one, many    string
+	pluralReason Reason
+}{
+	ReasonCONoVersions:   {"Cluster operator %s does not declare expected versions", "Cluster operators %s do not declare expected versions", ReasonCOsNoVersions},
+	ReasonCONotAvailable: {"Cluster operator %s is not available", "Cluster operators %s are not available", ReasonCOsNotAvailable},
+	ReasonCODegraded:     {"Cluster operator %s is degraded", "Cluster operators %s are degraded", ReasonCOsDegraded},
+	ReasonCOUpdating:     {"Cluster operator %s is updating versions", "Cluster operators %s are updating versions", ReasonCOsUpdating},
+}
+
+func operatorHealth(name string, reason Reason, effect payload.Effect, detail string) Health {
+	t := operatorTexts[reason]
+	return Health{Reason: reason, Effect: effect, Message: fmt.Sprintf(t.one, name), Detail: detail,
+		Operator: name, PluralReason: t.pluralReason, PluralMessage: t.many}
 }
 
 // nestedCount reads a number whatever its decoded type.

@@ -175,7 +175,7 @@ func (p *pass) record(ctx context.Context, index int, r ObjectResult) {
 func (p *pass) resourceFor(m *payload.Manifest) (resourceClient, error) {
 	rc, err := p.e.resolve(m.GVK, m.Obj.GetNamespace(), true)
 	if errors.Is(err, errNoNamespace) {
-		return rc, &TaskError{Subject: m.ID(), File: m.Position(), Reason: ReasonInvalid, Effect: EffectFail,
+		return rc, &TaskError{Subject: m.ID(), File: m.Position(), Reason: ReasonInvalid, Effect: payload.EffectFail,
 			Message: fmt.Sprintf("%s is namespaced, but the manifest sets no metadata.namespace", m.GVK.Kind)}
 	}
 	return rc, err

@@ -102,7 +102,7 @@ func (p *pass) admitOperand(id payload.ObjectID, crd cleanupCRD) error {
 }
 
 func refusal(id payload.ObjectID, why string) error {
-	return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: EffectFail,
+	return &TaskError{Subject: id, Reason: ReasonDeletionRefused, Effect: payload.EffectFail,
 		Message: fmt.Sprintf("refusing to delete %s: %s", id, why)}
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
+	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
@@ -65,7 +66,7 @@ func TestHealthCheckedKindsListsEveryCheck(t *testing.T) {
 		{"config.openshift.io/v1", "ClusterOperator"},
 	} {
 		live := unhealthy(tc.apiVersion, tc.kind)
-		if CheckHealth(live, live).Healthy() {
+		if CheckHealth(live, live, graph.ModeUpdate).Healthy() {
 			t.Errorf("%s: no health rule found it unhealthy", tc.kind)
 		}
 		if gk := live.GroupVersionKind().GroupKind(); !slices.Contains(payload.HealthCheckedKinds, gk) {
@@ -76,7 +77,7 @@ func TestHealthCheckedKindsListsEveryCheck(t *testing.T) {
 		t.Errorf("payload.HealthCheckedKinds has %d kinds; this test checks 5", len(payload.HealthCheckedKinds))
 	}
 	for _, kind := range []string{"ConfigMap", "Secret", "Service"} {
-		if live := unhealthy("v1", kind); !CheckHealth(live, live).Healthy() {
+		if live := unhealthy("v1", kind); !CheckHealth(live, live, graph.ModeUpdate).Healthy() {
 			t.Errorf("%s is judged by a health check outside payload.HealthCheckedKinds", kind)
 		}
 	}

@@ -30,6 +30,8 @@ type Observed struct {
 	Invalid bool
 	// CleanupStallAfter is when an operand cleanup reads as stalled.
 	CleanupStallAfter time.Duration
+	// Patience is how long an update waits on ClusterOperators.
+	Patience Patience
 }
 
 // Decision is what Decide made of what was observed.

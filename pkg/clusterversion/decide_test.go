@@ -171,10 +171,10 @@ func TestStatus(t *testing.T) {
 		{name: "a failed apply keeps the update in progress and says why",
 			obs: Observed{CV: updating()},
 			pass: &Pass{Mode: graph.ModeUpdate, Done: 2, Total: 3, Failures: []Failure{{Reason: "ResourceApplyFailed", Message: "ConfigMap/ns/a (a.yaml): forbidden", Subject: "ConfigMap/ns/a"},
-				{Reason: "ClusterOperatorUpdating", Message: "updating", Subject: "ClusterOperator/x", Wait: true}}},
+				{Reason: "ClusterOperatorUpdating", Message: "updating", Subject: "ClusterOperator/x", Effect: payload.EffectNone}}},
 			want: map[configv1.ClusterStatusConditionType]string{
 				ConditionFailing:             "True/ResourceApplyFailed/forbidden",
-				configv1.OperatorProgressing: "True/ResourceApplyFailed/Working towards 1.0.1: 2 of 3 done (66% complete), waiting on ClusterOperator/x",
+				configv1.OperatorProgressing: "True/ResourceApplyFailed/Unable to apply 1.0.1: an unknown error has occurred: ResourceApplyFailed",
 				configv1.OperatorUpgradeable: "True/AsWritten"}},
 		{name: "Upgradeable is decided from what was observed after the pass",
 			obs:  Observed{CV: updating(), Upgradeable: &UpgradeableObservation{Operators: []configv1.ClusterOperator{notUpgradeable("etcd")}}},

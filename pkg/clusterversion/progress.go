@@ -2,8 +2,10 @@ package clusterversion
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +13,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/apply/cleanup"
 	"github.com/payload-applier/payload-applier/pkg/apply/deletion"
 	"github.com/payload-applier/payload-applier/pkg/graph"
+	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
 )
 
@@ -18,13 +21,23 @@ import (
 type Failure struct {
 	// Reason classifies it (the engine's apply.Reason).
 	Reason string
-	// Message is the task's error: the object, its file, and what failed.
+	// Message is the task's error: for a ClusterOperator, the CVO's text;
+	// otherwise the object, its file, and what failed.
 	Message string
+	// Summary is the reason's short account, for Progressing.
+	Summary string
 	// Subject names the object.
 	Subject string
-	// Wait is set for progress that is not failure: a CRD establishing,
-	// an operator still updating.
-	Wait bool
+	// Effect says how it weighs on the update: a failure, a wait (None),
+	// a wait that fails after a grace period, or a report.
+	Effect payload.Effect
+	// Operator names the ClusterOperator, Since is when it was first
+	// found short of healthy in this update. Failures of several
+	// operators with one Reason become one PluralReason, with
+	// PluralMessage (a format for their names) and PluralSummary.
+	Operator                                   string
+	Since                                      time.Time
+	PluralReason, PluralMessage, PluralSummary string
 }
 
 // Pass is what status needs of one engine pass over a release.
@@ -44,48 +57,198 @@ type Pass struct {
 	LedgerErr, CleanupErr error
 }
 
-// split parts failures from waits.
-func split(all []Failure) (failures, waits []Failure) {
-	for _, f := range all {
-		if f.Wait {
-			waits = append(waits, f)
-		} else {
-			failures = append(failures, f)
-		}
-	}
-	return failures, waits
+// Patience is how long an update waits on ClusterOperators before status
+// says more: the CVO's 40 minutes before a Degraded operator fails the
+// update, and 30 (machine-config 90) before a slow one is reported. A
+// zero field takes the CVO's value.
+type Patience struct {
+	Degraded, Slow, SlowMachineConfig time.Duration
 }
 
-// summarizeFailures condenses failures into a reason and message, keeping
-// every message: one error gives its own reason, several give MultipleErrors.
-func summarizeFailures(failures []Failure) (reason, message string) {
-	if len(failures) == 1 {
-		return failures[0].Reason, failures[0].Message
+// Patience's defaults, the CVO's.
+const (
+	DefaultDegradedPatience          = 40 * time.Minute
+	DefaultSlowPatience              = 30 * time.Minute
+	DefaultSlowMachineConfigPatience = 90 * time.Minute
+	machineConfig                    = "machine-config"
+	reasonSlowClusterOperator        = "SlowClusterOperator"
+)
+
+func (p Patience) withDefaults() Patience {
+	if p.Degraded <= 0 {
+		p.Degraded = DefaultDegradedPatience
 	}
-	msgs := map[string]bool{}
+	if p.Slow <= 0 {
+		p.Slow = DefaultSlowPatience
+	}
+	if p.SlowMachineConfig <= 0 {
+		p.SlowMachineConfig = DefaultSlowMachineConfigPatience
+	}
+	return p
+}
+
+// problem is one failure, or the failures of several operators with one
+// reason condensed into one, as the CVO's condenseClusterOperators.
+type problem struct {
+	reason, message, summary string
+	effect                   payload.Effect
+	// names are the operators (or, for other tasks, the object), since
+	// when each has been waited on.
+	names []string
+	since []time.Time
+}
+
+// condense groups the operators' failures by reason; others pass through.
+// The result is ordered as the CVO's: others first, then by reason.
+func condense(failures []Failure) []problem {
+	var out []problem
+	byReason := map[string][]Failure{}
+	var reasons []string
 	for _, f := range failures {
-		msgs["* "+f.Message] = true
+		if f.Operator == "" {
+			out = append(out, problem{reason: f.Reason, message: f.Message, summary: f.Summary, effect: f.Effect, names: []string{f.Subject}, since: []time.Time{f.Since}})
+			continue
+		}
+		if _, ok := byReason[f.Reason]; !ok {
+			reasons = append(reasons, f.Reason)
+		}
+		byReason[f.Reason] = append(byReason[f.Reason], f)
 	}
-	lines := make([]string, 0, len(msgs))
-	for m := range msgs {
-		lines = append(lines, m)
+	sort.Strings(reasons)
+	for _, r := range reasons {
+		fs := byReason[r]
+		if len(fs) == 1 {
+			f := fs[0]
+			out = append(out, problem{reason: f.Reason, message: f.Message, summary: f.Summary, effect: f.Effect, names: []string{f.Operator}, since: []time.Time{f.Since}})
+			continue
+		}
+		sort.Slice(fs, func(i, j int) bool { return fs[i].Operator < fs[j].Operator })
+		p := problem{reason: fs[0].PluralReason, summary: fs[0].PluralSummary, effect: payload.EffectReport}
+		for _, f := range fs {
+			p.names = append(p.names, f.Operator)
+			p.since = append(p.since, f.Since)
+			p.effect = heavier(p.effect, f.Effect)
+		}
+		p.message = fmt.Sprintf(fs[0].PluralMessage, strings.Join(p.names, ", "))
+		out = append(out, p)
 	}
-	sort.Strings(lines)
-	return ReasonMultipleErrors, "Multiple errors are preventing progress:\n" + strings.Join(lines, "\n")
+	return out
+}
+
+// heavier is the effect that weighs more, in the CVO's order: Report,
+// None, FailAfterInterval, Fail.
+func heavier(a, b payload.Effect) payload.Effect {
+	rank := map[payload.Effect]int{payload.EffectReport: 0, payload.EffectNone: 1, payload.EffectFailAfterInterval: 2, payload.EffectFail: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// multiple is the CVO's MultipleErrors: every distinct message, sorted.
+func multiple(ps []problem) problem {
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	seen := map[string]bool{}
+	var msgs []string
+	for _, p := range ps {
+		if !seen[p.message] {
+			seen[p.message] = true
+			msgs = append(msgs, p.message)
+		}
+	}
+	sort.Strings(msgs)
+	return problem{reason: ReasonMultipleErrors, summary: "multiple errors are preventing progress",
+		message: "Multiple errors are preventing progress:\n* " + strings.Join(msgs, "\n* ")}
+}
+
+// judged is what a problem says at a moment.
+type judged struct {
+	// failing is set when it fails the update now.
+	failing bool
+	// slow is set for a wait that has lasted longer than expected.
+	slow bool
+	// progress is what Progressing says of it.
+	progress string
+}
+
+// judge is the CVO's convertErrorToProgressing for one problem at now.
+func judge(p problem, now time.Time, patience Patience) judged {
+	switch p.effect {
+	case payload.EffectNone:
+		var exceeded []string
+		mc := false
+		for i, name := range p.names {
+			limit := patience.Slow
+			if name == machineConfig {
+				limit = patience.SlowMachineConfig
+			}
+			if p.since[i].IsZero() || !p.since[i].Before(now.Add(-limit)) {
+				continue
+			}
+			if name == machineConfig {
+				mc = true
+			} else {
+				exceeded = append(exceeded, name)
+			}
+		}
+		slow, mcSlow := minutes(patience.Slow), minutes(patience.SlowMachineConfig)
+		switch {
+		case len(exceeded) > 0 && !mc:
+			return judged{slow: true, progress: fmt.Sprintf("waiting on %s over %s which is longer than expected", strings.Join(exceeded, ", "), slow)}
+		case len(exceeded) > 0:
+			return judged{slow: true, progress: fmt.Sprintf("waiting on %s over %s and machine-config over %s which is longer than expected", strings.Join(exceeded, ", "), slow, mcSlow)}
+		case mc:
+			return judged{slow: true, progress: fmt.Sprintf("waiting on machine-config over %s which is longer than expected", mcSlow)}
+		}
+		return judged{progress: "waiting on " + strings.Join(p.names, ", ")}
+	case payload.EffectFailAfterInterval:
+		var exceeded []string
+		for i, name := range p.names {
+			if p.since[i].Before(now.Add(-patience.Degraded)) {
+				exceeded = append(exceeded, name)
+			}
+		}
+		if len(exceeded) > 0 {
+			return judged{failing: true, progress: fmt.Sprintf("wait has exceeded %s for these operators: %s", minutes(patience.Degraded), strings.Join(exceeded, ", "))}
+		}
+		return judged{progress: fmt.Sprintf("waiting up to %s on %s", minutes(patience.Degraded), strings.Join(p.names, ", "))}
+	case payload.EffectReport:
+		return judged{failing: true, progress: p.message}
+	}
+	return judged{failing: true}
+}
+
+// sharedReason is the reason the problems share, or MultipleErrors.
+func sharedReason(ps []problem) string {
+	for _, p := range ps[1:] {
+		if p.reason != ps[0].reason {
+			return ReasonMultipleErrors
+		}
+	}
+	return ps[0].reason
+}
+
+// minutes words a duration as the CVO does: "40 minutes".
+func minutes(d time.Duration) string {
+	if d%time.Minute == 0 {
+		return fmt.Sprintf("%d minutes", int(d/time.Minute))
+	}
+	return d.String()
 }
 
 // WorkingTowards is the Progressing message of an install or update.
 func WorkingTowards(version string, done, total int) string {
-	pct := 0
-	if total > 0 {
-		pct = done * 100 / total
+	if done <= 0 || total <= 0 {
+		return "Working towards " + version
 	}
-	return fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", version, done, total, pct)
+	return fmt.Sprintf("Working towards %s: %d of %d done (%d%% complete)", version, done, total, done*100/total)
 }
 
-// Progress sets Available, Progressing and Failing from a pass; nil sets
-// Available only.
-func Progress(status *configv1.ClusterVersionStatus, pass *Pass, now metav1.Time) {
+// Progress sets Available, Progressing and Failing from a pass, as the
+// CVO's updateClusterVersionStatus; nil sets Available only.
+func Progress(status *configv1.ClusterVersionStatus, pass *Pass, patience Patience, now metav1.Time) {
 	version := status.Desired.Version
 	current := precondition.LastCompletedVersion(status.History)
 	if current != "" {
@@ -98,67 +261,96 @@ func Progress(status *configv1.ClusterVersionStatus, pass *Pass, now metav1.Time
 	if pass == nil {
 		return
 	}
-	failures, waits := split(pass.Failures)
-	failing := configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionFalse}
-	if len(failures) > 0 {
-		failing.Status = configv1.ConditionTrue
-		failing.Reason, failing.Message = summarizeFailures(failures)
-	}
+	failing, progressing := judgePass(pass, version, patience.withDefaults(), now.Time)
 	status.Conditions = SetCondition(status.Conditions, failing, now)
-
-	progressing := configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing}
-	switch {
-	case pass.Complete:
-		progressing.Status, progressing.Message = configv1.ConditionFalse, "Cluster version is "+version
-	case pass.Mode == graph.ModeReconcile:
-		progressing.Status, progressing.Reason = configv1.ConditionFalse, failing.Reason
-		progressing.Message = fmt.Sprintf("Error while reconciling %s: %s", version, firstLine(failing.Message, waits))
-	default:
-		progressing.Status = configv1.ConditionTrue
-		progressing.Reason = failing.Reason
-		if progressing.Reason == "" {
-			// As the CVO: a wait's reason says what the update waits for.
-			progressing.Reason = waitReason(waits)
-		}
-		progressing.Message = WorkingTowards(version, pass.Done, pass.Total)
-		if len(waits) > 0 {
-			progressing.Message += ", waiting on " + waitSubjects(waits)
-		}
-	}
 	status.Conditions = SetCondition(status.Conditions, progressing, now)
 }
 
-func firstLine(msg string, waits []Failure) string {
-	if msg == "" && len(waits) > 0 {
-		return "waiting on " + waitSubjects(waits)
-	}
-	if i := strings.IndexByte(msg, '\n'); i >= 0 {
-		return msg[:i]
-	}
-	return msg
-}
+// judgePass is Failing and Progressing for a pass. A single problem reads
+// exactly as the CVO's. Several differ where the CVO falls short: a wait
+// (None, or FailAfterInterval within its grace) never fails the update
+// because another problem came with it, Progressing names what fails
+// rather than "an unknown error has occurred: MultipleErrors", and waits
+// alone read as waits.
+func judgePass(pass *Pass, version string, patience Patience, now time.Time) (failing, progressing configv1.ClusterOperatorStatusCondition) {
+	failing = configv1.ClusterOperatorStatusCondition{Type: ConditionFailing, Status: configv1.ConditionFalse}
+	progressing = configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing}
+	reconciling := pass.Mode == graph.ModeReconcile
+	problems := condense(pass.Failures)
 
-func waitSubjects(waits []Failure) string {
-	names := make([]string, 0, len(waits))
-	for _, w := range waits {
-		names = append(names, w.Subject)
-	}
-	sort.Strings(names)
-	if len(names) > maxNamedObjectsInCondition {
-		names = append(names[:maxNamedObjectsInCondition], fmt.Sprintf("and %d more", len(names)-maxNamedObjectsInCondition))
-	}
-	return strings.Join(names, ", ")
-}
-
-// waitReason is the reason the waits share, or MultipleErrors.
-func waitReason(waits []Failure) string {
-	if len(waits) == 0 {
-		return ""
-	}
-	for _, w := range waits[1:] {
-		if w.Reason != waits[0].Reason {
-			return ReasonMultipleErrors
+	// Waits of one effect are judged together, as one condensed error.
+	var fails, waits []problem
+	var byEffect []problem
+	for _, p := range problems {
+		j := judge(p, now, patience)
+		if reconciling {
+			// No grace while reconciling, as the CVO; unlike the CVO a
+			// wait is not a failure there either.
+			j = judged{failing: p.effect != payload.EffectNone}
 		}
+		if j.failing {
+			fails = append(fails, p)
+			continue
+		}
+		waits = append(waits, p)
+		i := slices.IndexFunc(byEffect, func(q problem) bool { return q.effect == p.effect })
+		if i < 0 {
+			byEffect = append(byEffect, problem{effect: p.effect})
+			i = len(byEffect) - 1
+		}
+		byEffect[i].names = append(byEffect[i].names, p.names...)
+		byEffect[i].since = append(byEffect[i].since, p.since...)
 	}
-	return waits[0].Reason
+	var phrases []string
+	slow := false
+	for _, p := range byEffect {
+		j := judge(p, now, patience)
+		if reconciling {
+			j = judged{progress: "waiting on " + strings.Join(p.names, ", ")}
+		}
+		phrases = append(phrases, j.progress)
+		slow = slow || j.slow
+	}
+
+	switch {
+	case len(fails) > 0:
+		f := multiple(fails)
+		failing.Status, failing.Reason, failing.Message = configv1.ConditionTrue, f.reason, f.message
+		msg := f.summary
+		if j := judge(f, now, patience); j.progress != "" && !reconciling {
+			msg = j.progress
+		}
+		if msg == "" {
+			msg = "an unknown error has occurred: " + f.reason
+		}
+		progressing.Reason = f.reason
+		if reconciling {
+			progressing.Status, progressing.Message = configv1.ConditionFalse, fmt.Sprintf("Error while reconciling %s: %s", version, msg)
+		} else {
+			progressing.Status, progressing.Message = configv1.ConditionTrue, fmt.Sprintf("Unable to apply %s: %s", version, msg)
+		}
+		return failing, progressing
+	case len(waits) > 0:
+		progress := strings.Join(phrases, "; ")
+		if slow {
+			failing.Status, failing.Reason, failing.Message = configv1.ConditionUnknown, reasonSlowClusterOperator, progress
+		}
+		progressing.Reason = sharedReason(waits)
+		if reconciling {
+			progressing.Status, progressing.Message = configv1.ConditionFalse, fmt.Sprintf("Error while reconciling %s: %s", version, progress)
+			return failing, progressing
+		}
+		progressing.Status = configv1.ConditionTrue
+		if pass.Done > 0 && pass.Total > 0 {
+			progressing.Message = WorkingTowards(version, pass.Done, pass.Total) + ", " + progress
+		} else {
+			progressing.Message = fmt.Sprintf("Working towards %s: %s", version, progress)
+		}
+		return failing, progressing
+	case pass.Complete || reconciling:
+		progressing.Status, progressing.Message = configv1.ConditionFalse, "Cluster version is "+version
+	default:
+		progressing.Status, progressing.Message = configv1.ConditionTrue, WorkingTowards(version, pass.Done, pass.Total)
+	}
+	return failing, progressing
 }

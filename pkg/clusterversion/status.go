@@ -34,7 +34,7 @@ func Status(obs Observed, rel *payload.Release, pass *Pass, now metav1.Time) (co
 	if obs.Upgradeable != nil {
 		status.Conditions = SetCondition(status.Conditions, Upgradeable(*obs.Upgradeable, deletes, obs.CV.Spec.Overrides), now)
 	}
-	Progress(&status, pass, now)
+	Progress(&status, pass, obs.Patience, now)
 	if obs.Invalid {
 		ProgressingWhileInvalid(&status, now)
 	}

@@ -37,18 +37,30 @@ import (
 
 var cvoNow = metav1.Date(2026, 7, 24, 12, 0, 0, 0, time.UTC)
 
-// cvoCOError is a task error about ClusterOperator name, as the engine
-// reports a ClusterOperator's health.
-func cvoCOError(name string, reason apply.Reason, effect apply.Effect, message string) *apply.TaskError {
+// cvoStarts are the operators' update start times of the CVO's case
+// table, against cvoNow; an operator without one has a zero start, as in
+// the CVO.
+var cvoStarts = map[string]time.Time{
+	"co-not-timeout":     cvoNow.Add(-time.Minute),
+	"co-bar-not-timeout": cvoNow.Add(-time.Minute),
+	"co-foo-not-timeout": cvoNow.Add(-time.Minute),
+	"co-timeout":         cvoNow.Add(-60 * time.Minute),
+	"co-bar-timeout":     cvoNow.Add(-60 * time.Minute),
+}
+
+// cvoCOError is the engine's error about ClusterOperator name, as the
+// engine reports its health (apply.OperatorHealth's texts).
+func cvoCOError(name string, reason apply.Reason, effect payload.Effect, message string) *apply.TaskError {
+	plural := map[apply.Reason][2]string{
+		apply.ReasonCONotAvailable: {string(apply.ReasonCOsNotAvailable), "Cluster operators %s are not available"},
+		apply.ReasonCODegraded:     {string(apply.ReasonCOsDegraded), "Cluster operators %s are degraded"},
+		apply.ReasonCOUpdating:     {string(apply.ReasonCOsUpdating), "Cluster operators %s are updating versions"},
+	}[reason]
 	return &apply.TaskError{
 		Subject: payload.ObjectID{Group: "config.openshift.io", Kind: "ClusterOperator", Name: name},
 		File:    name + ".yaml", Reason: reason, Effect: effect, Message: message,
+		Operator: name, PluralReason: apply.Reason(plural[0]), PluralMessage: plural[1], Since: cvoStarts[name],
 	}
-}
-
-// cvoCOText is how a task error about ClusterOperator name reads.
-func cvoCOText(name, message string) string {
-	return "ClusterOperator.config.openshift.io/" + name + " (" + name + ".yaml): " + message
 }
 
 // cvoCondition is a condition with only what the cases compare.
@@ -66,53 +78,51 @@ func cvoConditionOf(c *configv1.ClusterOperatorStatusCondition) *cvoCondition {
 }
 
 // TestCVOFailingAndProgressing: pkg/cvo/status_test.go,
-// TestUpdateClusterVersionStatus_FilteringMultipleErrorsForFailingCondition.
-// The CVO's cases run without reconciling and with history ("modified")
-// and while reconciling ("not modified"); the first map to this operator's
-// update mode, the second to its reconcile mode, as "<name>/reconciling".
-// The CVO's status carries done = total = 0, as here.
+// TestUpdateClusterVersionStatus_FilteringMultipleErrorsForFailingCondition,
+// with the CVO's operator start times (cvoStarts; machine-config started
+// 60 minutes before, or 120 in the cases named "timeout"). The CVO's
+// cases run without reconciling and with history ("modified") and while
+// reconciling ("not modified"); the first map to this operator's update
+// mode, the second to its reconcile mode, as "<name>/reconciling". The
+// errors go through the engine's path (passOf), so the CVO's condensing
+// is part of what is tested: where a CVO case hands the status an error
+// condensed by hand, the operators' names come sorted, as its
+// condenseClusterOperators sorts them.
 func TestCVOFailingAndProgressing(t *testing.T) {
 	notAvailA := func() error {
-		return cvoCOError("a", apply.ReasonCONotAvailable, apply.EffectFail, "Cluster operator A is not available")
+		return cvoCOError("A", apply.ReasonCONotAvailable, payload.EffectFail, "Cluster operator A is not available")
 	}
 	notAvailB := func() error {
-		return cvoCOError("b", apply.ReasonCONotAvailable, apply.EffectFail, "Cluster operator B is not available")
+		return cvoCOError("B", apply.ReasonCONotAvailable, payload.EffectFail, "Cluster operator B is not available")
 	}
 	updatingB := func() error {
-		return cvoCOError("b", apply.ReasonCOUpdating, apply.EffectNone, "Cluster operator B is updating versions")
+		return cvoCOError("B", apply.ReasonCOUpdating, payload.EffectNone, "Cluster operator B is updating versions")
 	}
-	degradedC := func(name string) error {
-		return cvoCOError(name, apply.ReasonCODegraded, apply.EffectFailAfterInterval, "Cluster operator "+name+" is degraded")
+	degraded := func(name string) error {
+		return cvoCOError(name, apply.ReasonCODegraded, payload.EffectFailAfterInterval, "Cluster operator "+name+" is degraded")
 	}
 	updating := func(names ...string) []error {
 		var errs []error
 		for _, n := range names {
-			errs = append(errs, cvoCOError(n, apply.ReasonCOUpdating, apply.EffectNone, "Cluster operator "+n+" is updating"))
+			errs = append(errs, cvoCOError(n, apply.ReasonCOUpdating, payload.EffectNone, "Cluster operator A is updating"))
 		}
 		return errs
 	}
-	const noSlowCheck = "no slow-operator check: a pass result has no operator update start times, so Failing never turns Unknown/SlowClusterOperator"
-	const fullIDs = "waits are named by full object ID, sorted, after the done count, which shows even at 0 of 0"
-	const prefixed = "each failure's message is prefixed with its object and manifest (TaskError.Error)"
+	const sorted = "the CVO's case hands over a condensed error with its names unsorted; its condenseClusterOperators sorts them, as here"
 	const waitsNeverFail = "a wait (effect None) is progress, never failure, in reconcile mode too"
-	working := func(waiting string) *cvoCondition {
-		return &cvoCondition{configv1.ConditionTrue, "ClusterOperatorUpdating", "Working towards 1.2.3: 0 of 0 done (0% complete), waiting on " + waiting}
+	slowFailing := func(msg string) cvoCondition {
+		return cvoCondition{configv1.ConditionUnknown, "SlowClusterOperator", msg}
 	}
-	co := func(names ...string) string {
-		s := ""
-		for i, n := range names {
-			if i > 0 {
-				s += ", "
-			}
-			s += "ClusterOperator.config.openshift.io/" + n
-		}
-		return s
+	working := func(reason, msg string) *cvoCondition {
+		return &cvoCondition{configv1.ConditionTrue, reason, "Working towards 1.2.3: " + msg}
 	}
+	const slowCo = "waiting on co-timeout over 30 minutes which is longer than expected"
 	tests := []struct {
 		name        string
 		mode        graph.Mode
 		errs        []error
 		done, total int
+		mcTimeout   bool
 		failing     cvoCondition
 		progressing *cvoCondition // nil: not compared
 		differs     string
@@ -130,117 +140,154 @@ func TestCVOFailingAndProgressing(t *testing.T) {
 		},
 		{
 			name: "single generic error", mode: graph.ModeUpdate, errs: []error{errors.New("error has happened")},
-			failing: cvoCondition{configv1.ConditionTrue, string(apply.ReasonFailed), "error has happened"},
-			differs: "an unclassified error gets reason UpdatePayloadFailed where the CVO leaves the reason empty",
+			failing:     cvoCondition{configv1.ConditionTrue, string(apply.ReasonFailed), "error has happened"},
+			progressing: &cvoCondition{configv1.ConditionTrue, string(apply.ReasonFailed), "Unable to apply 1.2.3: the update could not be applied"},
+			differs:     "an unclassified error gets reason UpdatePayloadFailed, and its summary, where the CVO leaves the reason empty and says \"an error occurred\"",
 		},
 		{
 			name: "single UpdateEffectNone error", mode: graph.ModeUpdate, errs: updating("co-not-timeout"),
 			failing:     cvoCondition{Status: configv1.ConditionFalse},
-			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorUpdating", "Working towards 1.2.3: 0 of 0 done (0% complete), waiting on " + co("co-not-timeout")},
-			differs:     fullIDs,
+			progressing: working("ClusterOperatorUpdating", "waiting on co-not-timeout"),
 		},
 		{
 			name: "single UpdateEffectNone error/reconciling", mode: graph.ModeReconcile, errs: updating("co-not-timeout"),
-			failing: cvoCondition{Status: configv1.ConditionFalse},
-			progressing: &cvoCondition{Status: configv1.ConditionFalse,
-				Message: "Error while reconciling 1.2.3: waiting on " + co("co-not-timeout")},
-			differs: waitsNeverFail + "; the CVO reads Failing=True ClusterOperatorUpdating \"Cluster operator A is updating\"",
+			failing:     cvoCondition{Status: configv1.ConditionFalse},
+			progressing: &cvoCondition{configv1.ConditionFalse, "ClusterOperatorUpdating", "Error while reconciling 1.2.3: waiting on co-not-timeout"},
+			differs:     waitsNeverFail + "; the CVO reads Failing=True ClusterOperatorUpdating \"Cluster operator A is updating\"",
 		},
 		{
 			name: "single UpdateEffectNone error and timeout", mode: graph.ModeUpdate, errs: updating("co-timeout"),
-			failing: cvoCondition{Status: configv1.ConditionFalse}, progressing: working(co("co-timeout")),
-			differs: noSlowCheck,
+			failing:     slowFailing(slowCo),
+			progressing: working("ClusterOperatorUpdating", slowCo),
 		},
 		{
 			name: "single UpdateEffectNone error and machine-config", mode: graph.ModeUpdate, errs: updating("machine-config"),
-			failing: cvoCondition{Status: configv1.ConditionFalse}, progressing: working(co("machine-config")),
-			differs: fullIDs,
+			failing:     cvoCondition{Status: configv1.ConditionFalse},
+			progressing: working("ClusterOperatorUpdating", "waiting on machine-config"),
 		},
 		{
-			name: "single UpdateEffectNone error and machine-config timeout", mode: graph.ModeUpdate, errs: updating("machine-config"),
-			failing: cvoCondition{Status: configv1.ConditionFalse}, progressing: working(co("machine-config")),
-			differs: noSlowCheck,
+			name: "single UpdateEffectNone error and machine-config timeout", mode: graph.ModeUpdate, errs: updating("machine-config"), mcTimeout: true,
+			failing:     slowFailing("waiting on machine-config over 90 minutes which is longer than expected"),
+			progressing: working("ClusterOperatorUpdating", "waiting on machine-config over 90 minutes which is longer than expected"),
 		},
 		{
 			name: "single condensed UpdateEffectFail UpdateError", mode: graph.ModeUpdate, errs: []error{notAvailA(), notAvailB()},
-			failing: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
-				cvoCOText("a", "Cluster operator A is not available") + "\n* " + cvoCOText("b", "Cluster operator B is not available")},
-			differs: "errors of one reason are not condensed into one (the CVO: ClusterOperatorNotAvailable \"Cluster operators A, B are not available\"); every message is kept",
+			failing:     cvoCondition{configv1.ConditionTrue, "ClusterOperatorsNotAvailable", "Cluster operators A, B are not available"},
+			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorsNotAvailable", "Unable to apply 1.2.3: some cluster operators are not available"},
+			differs:     "the CVO's case hands over an error condensed by hand with the singular reason ClusterOperatorNotAvailable; its condenseClusterOperators gives the plural reason, as here",
 		},
 		{
 			name: "MultipleErrors of UpdateEffectFail and UpdateEffectFailAfterInterval", mode: graph.ModeUpdate,
-			errs: []error{notAvailA(), degradedC("b")},
-			failing: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
-				cvoCOText("a", "Cluster operator A is not available") + "\n* " + cvoCOText("b", "Cluster operator b is degraded")},
-			differs: prefixed,
+			errs:        []error{notAvailA(), degraded("B")},
+			failing:     cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* Cluster operator A is not available\n* Cluster operator B is degraded"},
+			progressing: &cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Unable to apply 1.2.3: multiple errors are preventing progress"},
+			differs:     "Progressing's summary of MultipleErrors: the CVO says \"an unknown error has occurred: MultipleErrors\"",
 		},
 		{
 			name: "MultipleErrors of UpdateEffectFail and UpdateEffectNone", mode: graph.ModeUpdate, errs: []error{notAvailA(), updatingB()},
-			failing: cvoCondition{configv1.ConditionTrue, "ClusterOperatorNotAvailable", cvoCOText("a", "Cluster operator A is not available")},
-			differs: prefixed,
+			failing:     cvoCondition{configv1.ConditionTrue, "ClusterOperatorNotAvailable", "Cluster operator A is not available"},
+			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorNotAvailable", "Unable to apply 1.2.3: the cluster operator A is not available"},
+			differs:     "Progressing names what fails; the CVO's reads MultipleErrors \"an unknown error has occurred: MultipleErrors\"",
 		},
 		{
 			name: "MultipleErrors of UpdateEffectFail and UpdateEffectNone/reconciling", mode: graph.ModeReconcile, errs: []error{notAvailA(), updatingB()},
-			failing: cvoCondition{configv1.ConditionTrue, "ClusterOperatorNotAvailable", cvoCOText("a", "Cluster operator A is not available")},
-			progressing: &cvoCondition{configv1.ConditionFalse, "ClusterOperatorNotAvailable",
-				"Error while reconciling 1.2.3: " + cvoCOText("a", "Cluster operator A is not available")},
-			differs: waitsNeverFail + "; the CVO reads MultipleErrors with both messages",
+			failing:     cvoCondition{configv1.ConditionTrue, "ClusterOperatorNotAvailable", "Cluster operator A is not available"},
+			progressing: &cvoCondition{configv1.ConditionFalse, "ClusterOperatorNotAvailable", "Error while reconciling 1.2.3: the cluster operator A is not available"},
+			differs:     waitsNeverFail + "; the CVO reads MultipleErrors with both messages",
 		},
 		{
 			name: "MultipleErrors of UpdateEffectNone and UpdateEffectNone", mode: graph.ModeUpdate,
-			errs:    []error{updating("a")[0], cvoCOError("b", "NewUpdateEffectNoneReason", apply.EffectNone, "Cluster operator B is getting conscious")},
-			failing: cvoCondition{Status: configv1.ConditionFalse},
+			errs:        []error{updating("A")[0], cvoCOError("B", "NewUpdateEffectNoneReason", payload.EffectNone, "Cluster operator B is getting conscious")},
+			failing:     cvoCondition{Status: configv1.ConditionFalse},
+			progressing: working(clusterversion.ReasonMultipleErrors, "waiting on A, B"),
+			differs:     "waits alone read as waits; the CVO's Progressing reads \"Unable to apply 1.2.3: an unknown error has occurred: MultipleErrors\"",
 		},
 		{
 			name: "MultipleErrors of UpdateEffectNone and UpdateEffectNone/reconciling", mode: graph.ModeReconcile,
-			errs:    []error{updating("a")[0], cvoCOError("b", "NewUpdateEffectNoneReason", apply.EffectNone, "Cluster operator B is getting conscious")},
+			errs:    []error{updating("A")[0], cvoCOError("B", "NewUpdateEffectNoneReason", payload.EffectNone, "Cluster operator B is getting conscious")},
 			failing: cvoCondition{Status: configv1.ConditionFalse},
 			differs: waitsNeverFail + "; the CVO reads Failing=True MultipleErrors",
 		},
 		{
 			name: "MultipleErrors of UpdateEffectFail, UpdateEffectFailAfterInterval, and UpdateEffectNone", mode: graph.ModeUpdate,
-			errs: []error{notAvailA(), updatingB(), degradedC("c")},
-			failing: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* " +
-				cvoCOText("a", "Cluster operator A is not available") + "\n* " + cvoCOText("c", "Cluster operator c is degraded")},
-			differs: prefixed,
+			errs:    []error{notAvailA(), updatingB(), degraded("C")},
+			failing: cvoCondition{configv1.ConditionTrue, clusterversion.ReasonMultipleErrors, "Multiple errors are preventing progress:\n* Cluster operator A is not available\n* Cluster operator C is degraded"},
 		},
 		{
 			name: "MultipleErrors: all updating and none slow", mode: graph.ModeUpdate,
 			errs:        updating("co-not-timeout", "co-bar-not-timeout", "co-foo-not-timeout"),
 			failing:     cvoCondition{Status: configv1.ConditionFalse},
-			progressing: working(co("co-bar-not-timeout", "co-foo-not-timeout", "co-not-timeout")),
-			differs:     fullIDs + "; waits are not condensed, so there is no ClusterOperatorsUpdating reason (the empty reason: see single UpdateEffectNone error)",
+			progressing: working("ClusterOperatorsUpdating", "waiting on co-bar-not-timeout, co-foo-not-timeout, co-not-timeout"),
+			differs:     sorted,
 		},
 		{
 			name: "MultipleErrors: all updating and one slow", mode: graph.ModeUpdate,
 			errs:        updating("co-timeout", "co-bar-not-timeout", "co-foo-not-timeout"),
-			failing:     cvoCondition{Status: configv1.ConditionFalse},
-			progressing: working(co("co-bar-not-timeout", "co-foo-not-timeout", "co-timeout")),
-			differs:     noSlowCheck,
+			failing:     slowFailing(slowCo),
+			progressing: working("ClusterOperatorsUpdating", slowCo),
 		},
 		{
 			name: "MultipleErrors: all updating and some slow", mode: graph.ModeUpdate,
 			errs:        updating("co-timeout", "co-bar-timeout", "co-foo-not-timeout"),
-			failing:     cvoCondition{Status: configv1.ConditionFalse},
-			progressing: working(co("co-bar-timeout", "co-foo-not-timeout", "co-timeout")),
-			differs:     noSlowCheck,
+			failing:     slowFailing("waiting on co-bar-timeout, co-timeout over 30 minutes which is longer than expected"),
+			progressing: working("ClusterOperatorsUpdating", "waiting on co-bar-timeout, co-timeout over 30 minutes which is longer than expected"),
+			differs:     sorted,
 		},
 		{
-			name: "MultipleErrors: all updating and all slow", mode: graph.ModeUpdate,
+			name: "MultipleErrors: all updating and all slow", mode: graph.ModeUpdate, mcTimeout: true,
 			errs:        updating("co-timeout", "co-bar-timeout", "machine-config"),
+			failing:     slowFailing("waiting on co-bar-timeout, co-timeout over 30 minutes and machine-config over 90 minutes which is longer than expected"),
+			progressing: working("ClusterOperatorsUpdating", "waiting on co-bar-timeout, co-timeout over 30 minutes and machine-config over 90 minutes which is longer than expected"),
+			differs:     sorted,
+		},
+		// convertErrorToProgressing's FailAfterInterval and Report
+		// branches, which the CVO's table leaves out.
+		{
+			name: "a Degraded operator within its grace", mode: graph.ModeUpdate, errs: []error{degraded("co-not-timeout")}, done: 1, total: 4,
 			failing:     cvoCondition{Status: configv1.ConditionFalse},
-			progressing: working(co("co-bar-timeout", "co-timeout", "machine-config")),
-			differs:     noSlowCheck,
+			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorDegraded", "Working towards 1.2.3: 1 of 4 done (25% complete), waiting up to 40 minutes on co-not-timeout"},
+		},
+		{
+			name: "a Degraded operator past its grace", mode: graph.ModeUpdate, errs: []error{degraded("co-timeout")},
+			failing:     cvoCondition{configv1.ConditionTrue, "ClusterOperatorDegraded", "Cluster operator co-timeout is degraded"},
+			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorDegraded", "Unable to apply 1.2.3: wait has exceeded 40 minutes for these operators: co-timeout"},
+		},
+		{
+			name: "two Degraded operators, one past its grace", mode: graph.ModeUpdate, errs: []error{degraded("co-timeout"), degraded("co-not-timeout")},
+			failing:     cvoCondition{configv1.ConditionTrue, "ClusterOperatorsDegraded", "Cluster operators co-not-timeout, co-timeout are degraded"},
+			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorsDegraded", "Unable to apply 1.2.3: wait has exceeded 40 minutes for these operators: co-timeout"},
+		},
+		{
+			name: "a Degraded operator in an install is reported", mode: graph.ModeInstall,
+			errs:        []error{cvoCOError("co-not-timeout", apply.ReasonCODegraded, payload.EffectReport, "Cluster operator co-not-timeout is degraded")},
+			failing:     cvoCondition{configv1.ConditionTrue, "ClusterOperatorDegraded", "Cluster operator co-not-timeout is degraded"},
+			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorDegraded", "Unable to apply 1.2.3: Cluster operator co-not-timeout is degraded"},
+		},
+		{
+			name: "a Degraded operator within its grace beside a failure", mode: graph.ModeUpdate, errs: []error{notAvailA(), degraded("co-not-timeout")},
+			failing:     cvoCondition{configv1.ConditionTrue, "ClusterOperatorNotAvailable", "Cluster operator A is not available"},
+			progressing: &cvoCondition{configv1.ConditionTrue, "ClusterOperatorNotAvailable", "Unable to apply 1.2.3: the cluster operator A is not available"},
+			differs:     "a grace holds whatever else fails; the CVO's MultipleErrors fails the Degraded operator at once",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			cvoStarts["machine-config"] = cvoNow.Add(-60 * time.Minute)
+			if tt.mcTimeout {
+				cvoStarts["machine-config"] = cvoNow.Add(-120 * time.Minute)
+			}
+			for _, err := range tt.errs {
+				var te *apply.TaskError
+				if errors.As(err, &te) && te.Operator == "machine-config" {
+					te.Since = cvoStarts["machine-config"]
+				}
+			}
 			status := &configv1.ClusterVersionStatus{
 				Desired: configv1.Release{Version: "1.2.3"},
 				History: []configv1.UpdateHistory{{State: configv1.PartialUpdate, Version: "1.2.3"}},
 			}
 			res := &apply.SyncResult{Release: "1.2.3", Mode: tt.mode, Errors: tt.errs, Done: tt.done, Total: tt.total}
-			clusterversion.Progress(status, passOf(res), cvoNow)
+			clusterversion.Progress(status, passOf(res), clusterversion.Patience{}, cvoNow)
 			if got := cvoConditionOf(clusterversion.FindCondition(status.Conditions, clusterversion.ConditionFailing)); got == nil || *got != tt.failing {
 				t.Errorf("Failing = %+v, want %+v", got, tt.failing)
 			}

@@ -108,6 +108,9 @@ type Config struct {
 	// progress, or wait to start, before it reads as stalled or blocked;
 	// default apply.DefaultStuckAfter.
 	OperandCleanupStallAfter time.Duration
+	// OperatorPatience is how long an update waits on ClusterOperators
+	// before status says more; zero fields take the CVO's values.
+	OperatorPatience clusterversion.Patience
 	// UpdateGraph, when set, is the update graph the operator reads,
 	// instead of the ClusterVersion's spec.upstream.
 	UpdateGraph updategraph.Source

@@ -152,7 +152,7 @@ func TestTheFinalStatusIsWrittenAfterProgressEvenWhenItIsAsBeforeThePass(t *test
 	slow := newSlowPass(t, c)
 	slow.failGate = true
 	c.sync(t)
-	stalled := "Working towards 1.0.0: 2 of 3 done (66% complete)"
+	stalled := "Unable to apply 1.0.0: the server is rejecting updates"
 	wantCondition(t, c.clusterVersion(t), configv1.OperatorProgressing, configv1.ConditionTrue, string(apply.ReasonForbidden), stalled)
 
 	// The second pass writes 1 of 3 on its way and ends where the first

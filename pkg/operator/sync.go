@@ -168,7 +168,7 @@ func (o *Operator) observeBefore(ctx context.Context, cv *configv1.ClusterVersio
 		klog.FromContext(ctx).Error(err, "Refreshing deletes failed")
 	}
 	obs := clusterversion.Observed{CV: cv, Invalid: len(out.Invalid) > 0,
-		CleanupStallAfter: cmp.Or(o.cfg.OperandCleanupStallAfter, apply.DefaultStuckAfter)}
+		CleanupStallAfter: cmp.Or(o.cfg.OperandCleanupStallAfter, apply.DefaultStuckAfter), Patience: o.cfg.OperatorPatience}
 	var err error
 	if obs.Deletes, err = o.observe.deletes(ctx, o.cfg.Sync.StuckAfter); err != nil {
 		return obs, err
@@ -367,11 +367,18 @@ func passOf(res *apply.SyncResult) *clusterversion.Pass {
 		var te *apply.TaskError
 		if !errors.As(err, &te) {
 			// Not about one object: its message alone, as the CVO words it.
-			p.Failures = append(p.Failures, clusterversion.Failure{Reason: string(apply.ReasonFailed), Message: err.Error()})
+			p.Failures = append(p.Failures, clusterversion.Failure{Reason: string(apply.ReasonFailed), Message: err.Error(),
+				Summary: apply.Summary(apply.ReasonFailed, ""), Effect: payload.EffectFail})
 			continue
 		}
-		p.Failures = append(p.Failures, clusterversion.Failure{Reason: string(te.Reason), Message: te.Error(),
-			Subject: te.Subject.String(), Wait: te.Effect == apply.EffectNone})
+		f := clusterversion.Failure{Reason: string(te.Reason), Message: te.Error(), Summary: apply.Summary(te.Reason, ""),
+			Subject: te.Subject.String(), Effect: te.Effect}
+		if te.Operator != "" {
+			// As the CVO words an operator's health: its own text alone.
+			f.Message, f.Summary, f.Operator, f.Since = te.Message, apply.Summary(te.Reason, te.Operator), te.Operator, te.Since
+			f.PluralReason, f.PluralMessage, f.PluralSummary = string(te.PluralReason), te.PluralMessage, apply.Summary(te.PluralReason, "")
+		}
+		p.Failures = append(p.Failures, f)
 	}
 	return p
 }
