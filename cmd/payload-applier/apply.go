@@ -25,23 +25,26 @@ import (
 )
 
 type applyOptions struct {
-	cluster     clusterFlags
-	payloadDir  string
-	payloads    string
-	force       bool
-	strictOrder bool
-	timeout     time.Duration
-	parallelism int
-	output      string
-	updateGraph string
-	graphWait   time.Duration
-	stallAfter  time.Duration
-	stuckAfter  time.Duration
-	leaseWait   time.Duration
-	ignoreLease bool
-	registry    registryFlags
-	inclusion   inclusionFlags
-	rate        budgetFlags
+	cluster  clusterFlags
+	patience patienceFlags
+	// operatorPatience is read from patience by run.
+	operatorPatience clusterversion.Patience
+	payloadDir       string
+	payloads         string
+	force            bool
+	strictOrder      bool
+	timeout          time.Duration
+	parallelism      int
+	output           string
+	updateGraph      string
+	graphWait        time.Duration
+	stallAfter       time.Duration
+	stuckAfter       time.Duration
+	leaseWait        time.Duration
+	ignoreLease      bool
+	registry         registryFlags
+	inclusion        inclusionFlags
+	rate             budgetFlags
 	// load are the inclusion filters, read from inclusion by run.
 	load *payload.LoadOptions
 	// budget is read from rate by run.
@@ -128,6 +131,7 @@ refused, the release the cluster runs is reconciled instead.`,
 	// A one-shot run an admin waits for: no limit unless asked, where
 	// 'start' takes the CVO's.
 	o.rate.add(cmd, apply.Budget{})
+	o.patience.add(cmd)
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }
@@ -151,6 +155,9 @@ func (o *applyOptions) run(cmd *cobra.Command) error {
 	var err error
 	if o.budget, err = o.rate.budget(); err != nil {
 		return withExitCode(exitUsage, err)
+	}
+	if o.operatorPatience, err = o.patience.patience(); err != nil {
+		return err
 	}
 	if o.load, err = o.inclusion.loadOptions(cmd.Context()); err != nil {
 		return withExitCode(exitUsage, err)
@@ -240,6 +247,7 @@ func (o *applyOptions) operatorConfig(src *applySource) operator.Config {
 		UpdateGraphTimeout: o.graphWait,
 
 		OperandCleanupStallAfter: o.stallAfter,
+		OperatorPatience:         o.operatorPatience,
 		Budget:                   o.budget,
 	}
 }

@@ -28,6 +28,7 @@ import (
 
 type startOptions struct {
 	goMemoryLimit string
+	patience      patienceFlags
 	cluster       clusterFlags
 	registry      registryFlags
 	payloads      string
@@ -110,6 +111,7 @@ the latter rate in a bucket of their own; --kube-api-qps 0 and
 	o.inclusion.add(cmd)
 	o.rate.add(cmd, apply.CVOBudget)
 	o.prometheus.add(cmd)
+	o.patience.add(cmd)
 	cmd.Flags().DurationVar(&o.stallAfter, "operand-cleanup-stall-after", apply.DefaultStuckAfter, "report an operand cleanup stalled after this long without progress, or blocked after this long unable to start")
 	return cmd
 }
@@ -140,6 +142,10 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	budget, err := o.rate.budget()
 	if err != nil {
 		return withExitCode(exitUsage, err)
+	}
+	patience, err := o.patience.patience()
+	if err != nil {
+		return err
 	}
 	soft, err := setGoMemoryLimit(os.DirFS("/"), o.goMemoryLimit, cmd.Flags().Changed("go-memory-limit"))
 	if err != nil {
@@ -183,6 +189,7 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		UpdateGraphTimeout:       o.graphWait,
 		RiskConditions:           risks,
 		OperandCleanupStallAfter: o.stallAfter,
+		OperatorPatience:         patience,
 		Sync:                     apply.SyncOptions{StuckAfter: o.stuckAfter, StrictOrder: o.strictOrder},
 		Budget:                   budget,
 	})
