@@ -87,6 +87,12 @@ bench-load:
 cvo:
 	@hack/build-cvo.sh
 
+# The real oc, built once into the binary cache from OC_GIT at OC_COMMIT
+# (hack/build-oc.sh), for the client checks; never part of make test.
+.PHONY: oc
+oc:
+	@hack/build-oc.sh
+
 # The CVO and payload-applier side by side on the real payload, each on a
 # fresh control plane with stub operators (test/bench/cvo.go); REPS runs
 # each, default 3; IDLE, e.g. 10m, also counts each one's requests per
