@@ -357,7 +357,7 @@ func (p *pass) run(ctx context.Context, deletes bool) graph.PassResult {
 	pass := graph.Pass{
 		Apply:        applyGraph,
 		ApplyFn:      p.applyTask,
-		ApplyOptions: graph.RunOptions{Parallelism: parallelism},
+		ApplyOptions: graph.RunOptions{Parallelism: parallelism, OnNodeStart: p.precreate},
 	}
 	if deletes {
 		pass.Delete, pass.DeleteFn = graph.BuildDeletes(tasks, graph.BuildOptions{StrictOrder: p.opts.StrictOrder}), p.deleteTask

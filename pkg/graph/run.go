@@ -29,6 +29,9 @@ type RunOptions struct {
 	// It is called concurrently from several workers, like OnTaskStart.
 	// Tasks that never start get no call; Result lists them.
 	OnTaskDone func(t *Task, err error)
+	// OnNodeStart, when set, is called on a node's worker before its first
+	// wave, unless ctx is done. It delays the node's tasks, and only its.
+	OnNodeStart func(ctx context.Context, n *Node)
 }
 
 // Run executes the graph with a fixed pool of workers and returns what
@@ -161,6 +164,9 @@ func (r *Result) refuse(err error) {
 func (r *Result) runNode(ctx context.Context, n *Node, opts RunOptions, fn TaskFunc, sem chan struct{}) {
 	slots := r.slotsOf(n)
 	r.Nodes[n.ID].State = StateSucceeded
+	if opts.OnNodeStart != nil && ctx.Err() == nil {
+		opts.OnNodeStart(ctx, n)
+	}
 	k := 0
 	for _, wave := range n.Waves() {
 		ws := slots[k : k+len(wave)]

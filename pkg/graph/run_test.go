@@ -443,3 +443,36 @@ func TestRunScheduling(t *testing.T) {
 		}
 	})
 }
+
+// OnNodeStart runs once per node, before any of its tasks, and after every
+// task of the nodes it depends on; a cancelled run starts no node.
+func TestOnNodeStartRunsBeforeTheNodesTasks(t *testing.T) {
+	g := graphOf(
+		nodeSpec{tasks: []string{"a1", "a2"}, out: []int{1}},
+		nodeSpec{tasks: []string{"b1"}, in: []int{0}},
+	)
+	tr := newTrace()
+	starts := map[int]int{}
+	Run(context.Background(), g, RunOptions{Parallelism: 2, OnNodeStart: func(_ context.Context, n *Node) {
+		tr.begin(fmt.Sprint("node", n.ID))
+		starts[n.ID]++
+	}}, func(_ context.Context, task *Task) error {
+		tr.begin(task.File)
+		tr.end(task.File, nil)
+		return nil
+	})
+	if starts[0] != 1 || starts[1] != 1 {
+		t.Fatalf("node starts %v, want one each", starts)
+	}
+	if !(tr.start["node0"] < tr.start["a1"] && tr.finish["a2"] < tr.start["node1"] && tr.start["node1"] < tr.start["b1"]) {
+		t.Errorf("order %v / %v: want node0, a1, a2, node1, b1", tr.start, tr.finish)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	called := false
+	Run(ctx, g, RunOptions{OnNodeStart: func(context.Context, *Node) { called = true }}, func(context.Context, *Task) error { return nil })
+	if called {
+		t.Error("a cancelled run started a node")
+	}
+}
