@@ -15,6 +15,7 @@ import (
 	"github.com/payload-applier/payload-applier/pkg/graph"
 	"github.com/payload-applier/payload-applier/pkg/payload"
 	"github.com/payload-applier/payload-applier/pkg/precondition"
+	"github.com/payload-applier/payload-applier/pkg/textwrap"
 )
 
 // Failure is one task of a pass that did not finish, as status tells it.
@@ -32,11 +33,13 @@ type Failure struct {
 	// a wait that fails after a grace period, or a report.
 	Effect payload.Effect
 	// Operator names the ClusterOperator, Since is when it was first
-	// found short of healthy in this update. Failures of several
-	// operators with one Reason become one PluralReason, with
-	// PluralMessage (a format for their names) and PluralSummary.
+	// found short of healthy in this update, and Detail is what the
+	// operator says of itself. Failures of several operators with one
+	// Reason become one PluralReason, with PluralMessage (a format for
+	// their names) and PluralSummary.
 	Operator                                   string
 	Since                                      time.Time
+	Detail                                     string
 	PluralReason, PluralMessage, PluralSummary string
 }
 
@@ -93,9 +96,10 @@ type problem struct {
 	reason, message, summary string
 	effect                   payload.Effect
 	// names are the operators (or, for other tasks, the object), since
-	// when each has been waited on.
-	names []string
-	since []time.Time
+	// when each has been waited on, and what each says of itself.
+	names   []string
+	since   []time.Time
+	details []string
 }
 
 // condense groups the operators' failures by reason; others pass through.
@@ -106,7 +110,7 @@ func condense(failures []Failure) []problem {
 	var reasons []string
 	for _, f := range failures {
 		if f.Operator == "" {
-			out = append(out, problem{reason: f.Reason, message: f.Message, summary: f.Summary, effect: f.Effect, names: []string{f.Subject}, since: []time.Time{f.Since}})
+			out = append(out, problem{reason: f.Reason, message: f.Message, summary: f.Summary, effect: f.Effect, names: []string{f.Subject}, since: []time.Time{f.Since}, details: []string{f.Detail}})
 			continue
 		}
 		if _, ok := byReason[f.Reason]; !ok {
@@ -119,7 +123,7 @@ func condense(failures []Failure) []problem {
 		fs := byReason[r]
 		if len(fs) == 1 {
 			f := fs[0]
-			out = append(out, problem{reason: f.Reason, message: f.Message, summary: f.Summary, effect: f.Effect, names: []string{f.Operator}, since: []time.Time{f.Since}})
+			out = append(out, problem{reason: f.Reason, message: f.Message, summary: f.Summary, effect: f.Effect, names: []string{f.Operator}, since: []time.Time{f.Since}, details: []string{f.Detail}})
 			continue
 		}
 		sort.Slice(fs, func(i, j int) bool { return fs[i].Operator < fs[j].Operator })
@@ -127,6 +131,7 @@ func condense(failures []Failure) []problem {
 		for _, f := range fs {
 			p.names = append(p.names, f.Operator)
 			p.since = append(p.since, f.Since)
+			p.details = append(p.details, f.Detail)
 			p.effect = heavier(p.effect, f.Effect)
 		}
 		p.message = fmt.Sprintf(fs[0].PluralMessage, strings.Join(p.names, ", "))
@@ -220,6 +225,36 @@ func judge(p problem, now time.Time, patience Patience) judged {
 	return judged{failing: true}
 }
 
+// operatorDetails lists, beyond the CVO, what each operator the problems
+// name says of itself and how long the update has waited on it: a line
+// each, bounded, at most maxNamedObjectsInCondition of them.
+func operatorDetails(ps []problem, now time.Time) string {
+	var lines []string
+	for _, p := range ps {
+		for i, d := range p.details {
+			if d == "" {
+				continue
+			}
+			line := "* " + d
+			if since := p.since[i]; !since.IsZero() && since.Before(now) {
+				line += fmt.Sprintf(" (for %s)", now.Sub(since).Round(time.Second))
+			}
+			lines = append(lines, textwrap.Bound(line, maxDetailBytes))
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	sort.Strings(lines)
+	if len(lines) > maxNamedObjectsInCondition {
+		lines = append(lines[:maxNamedObjectsInCondition], fmt.Sprintf("* and %d more", len(lines)-maxNamedObjectsInCondition))
+	}
+	return "\nWaited on:\n" + strings.Join(lines, "\n")
+}
+
+// maxDetailBytes bounds one operator's line of operatorDetails.
+const maxDetailBytes = 512
+
 // sharedReason is the reason the problems share, or MultipleErrors.
 func sharedReason(ps []problem) string {
 	for _, p := range ps[1:] {
@@ -300,6 +335,7 @@ func judgePass(pass *Pass, version string, patience Patience, now time.Time) (fa
 		}
 		byEffect[i].names = append(byEffect[i].names, p.names...)
 		byEffect[i].since = append(byEffect[i].since, p.since...)
+		byEffect[i].details = append(byEffect[i].details, p.details...)
 	}
 	var phrases []string
 	slow := false
@@ -315,7 +351,7 @@ func judgePass(pass *Pass, version string, patience Patience, now time.Time) (fa
 	switch {
 	case len(fails) > 0:
 		f := multiple(fails)
-		failing.Status, failing.Reason, failing.Message = configv1.ConditionTrue, f.reason, f.message
+		failing.Status, failing.Reason, failing.Message = configv1.ConditionTrue, f.reason, f.message+operatorDetails(fails, now)
 		msg := f.summary
 		if j := judge(f, now, patience); j.progress != "" && !reconciling {
 			msg = j.progress
@@ -333,7 +369,7 @@ func judgePass(pass *Pass, version string, patience Patience, now time.Time) (fa
 	case len(waits) > 0:
 		progress := strings.Join(phrases, "; ")
 		if slow {
-			failing.Status, failing.Reason, failing.Message = configv1.ConditionUnknown, reasonSlowClusterOperator, progress
+			failing.Status, failing.Reason, failing.Message = configv1.ConditionUnknown, reasonSlowClusterOperator, progress+operatorDetails(waits, now)
 		}
 		progressing.Reason = sharedReason(waits)
 		if reconciling {

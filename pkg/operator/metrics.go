@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"errors"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
@@ -31,6 +32,7 @@ type Metrics struct {
 	finalizerHolds      *prometheus.GaugeVec
 	statusTruncated     *prometheus.GaugeVec
 	capability          *prometheus.GaugeVec
+	operatorWaits       *prometheus.GaugeVec
 	// conditional holds the conditional update metrics (metrics_conditional.go).
 	conditional *conditionalMetrics
 }
@@ -92,8 +94,12 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "cluster_version_capability",
 			Help: "Report currently enabled cluster capabilities.  0 is disabled, and 1 is enabled.",
 		}, []string{"name"}),
+		operatorWaits: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "payload_applier_cluster_operator_wait_start_time_seconds",
+			Help: "When the release being applied first found each ClusterOperator it waits on short of healthy, as Unix time, with the reason it waits; no series for an operator it does not wait on.",
+		}, []string{"name", "reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.status, m.payload,
+	for _, c := range []prometheus.Collector{m.status, m.payload, m.operatorWaits,
 		m.payloadErrors, m.deletesInProgress, m.deletesStuck, m.deleteOldestPending, m.deletesTotal, m.syncDuration, m.releaseDeprecated, m.cleanupRemaining, m.cleanupState, m.finalizerHolds,
 		m.statusTruncated, m.capability} {
 		if err := reg.Register(c); err != nil {
@@ -139,6 +145,13 @@ func (m *Metrics) observeSync(d time.Duration, res *apply.SyncResult) {
 	m.payload.WithLabelValues(res.Release, "pending").Set(float64(res.Total - res.Done))
 	if n := len(res.Errors); n > 0 {
 		m.payloadErrors.WithLabelValues(res.Release).Add(float64(n))
+	}
+	m.operatorWaits.Reset()
+	for _, err := range res.Errors {
+		var te *apply.TaskError
+		if errors.As(err, &te) && te.Operator != "" && !te.Since.IsZero() {
+			m.operatorWaits.WithLabelValues(te.Operator, string(te.Reason)).Set(float64(te.Since.UnixNano()) / 1e9)
+		}
 	}
 }
 

@@ -375,7 +375,7 @@ func passOf(res *apply.SyncResult) *clusterversion.Pass {
 			Subject: te.Subject.String(), Effect: te.Effect}
 		if te.Operator != "" {
 			// As the CVO words an operator's health: its own text alone.
-			f.Message, f.Summary, f.Operator, f.Since = te.Message, apply.Summary(te.Reason, te.Operator), te.Operator, te.Since
+			f.Message, f.Summary, f.Operator, f.Since, f.Detail = te.Message, apply.Summary(te.Reason, te.Operator), te.Operator, te.Since, te.Detail
 			f.PluralReason, f.PluralMessage, f.PluralSummary = string(te.PluralReason), te.PluralMessage, apply.Summary(te.PluralReason, "")
 		}
 		p.Failures = append(p.Failures, f)

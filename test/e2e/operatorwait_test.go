@@ -87,11 +87,21 @@ func TestClusterOperatorsAreReadAsTheCVOReadsThem(t *testing.T) {
 		op.sync(t)
 		return op.clusterVersion(t)
 	}
+	// want compares a condition; Failing's message up to the operators'
+	// own words, which waitedOn checks.
 	want := func(cv *configv1.ClusterVersion, ct configv1.ClusterStatusConditionType, status configv1.ConditionStatus, reason, message string) {
 		t.Helper()
 		c := condition(cv, ct)
+		c.Message, _, _ = strings.Cut(c.Message, "\nWaited on:\n")
 		if c.Status != status || c.Reason != reason || c.Message != message {
 			t.Errorf("%s = %s/%s %q\nwant     %s/%s %q", ct, c.Status, c.Reason, c.Message, status, reason, message)
+		}
+	}
+	waitedOn := func(cv *configv1.ClusterVersion, lines ...string) {
+		t.Helper()
+		_, got, _ := strings.Cut(condition(cv, "Failing").Message, "\nWaited on:\n")
+		if want := strings.Join(lines, "\n"); got != want {
+			t.Errorf("Failing says of the operators %q\nwant %q", got, want)
 		}
 	}
 	completed := func(cv *configv1.ClusterVersion) bool {
@@ -135,6 +145,7 @@ func TestClusterOperatorsAreReadAsTheCVOReadsThem(t *testing.T) {
 	slow := "waiting on " + alpha + " over 30 minutes which is longer than expected"
 	want(cv, "Failing", configv1.ConditionUnknown, "SlowClusterOperator", slow)
 	want(cv, configv1.OperatorProgressing, configv1.ConditionTrue, "ClusterOperatorUpdating", "Working towards 1.1.0: "+slow)
+	waitedOn(cv, "* cluster operator "+alpha+" is available and not degraded but has not finished updating to target version: operator from 1.0.0 to 1.1.0 (for 31m0s)")
 
 	playOperator(t, op, alpha, "1.1.0", "Available=True", "Degraded=True:Broken:the disk is full")
 	cv = step("update: alpha reaches 1.1.0, Degraded; its wait began when the update first checked it")
@@ -145,12 +156,14 @@ func TestClusterOperatorsAreReadAsTheCVOReadsThem(t *testing.T) {
 	cv = step("update: 41 minutes in, alpha is still Degraded")
 	want(cv, "Failing", configv1.ConditionTrue, "ClusterOperatorDegraded", "Cluster operator "+alpha+" is degraded")
 	want(cv, configv1.OperatorProgressing, configv1.ConditionTrue, "ClusterOperatorDegraded", "Unable to apply 1.1.0: wait has exceeded 40 minutes for these operators: "+alpha)
+	waitedOn(cv, "* cluster operator "+alpha+" is Degraded=True: Broken, the disk is full (for 41m0s)")
 
 	playOperator(t, op, alpha, "1.1.0", healthy...)
 	playOperator(t, op, beta, "1.0.0", "Available=False:NoPods:no pods are running", "Degraded=False")
 	cv = step("update: alpha recovers; beta is not Available")
 	want(cv, "Failing", configv1.ConditionTrue, "ClusterOperatorNotAvailable", "Cluster operator "+beta+" is not available")
 	want(cv, configv1.OperatorProgressing, configv1.ConditionTrue, "ClusterOperatorNotAvailable", "Unable to apply 1.1.0: the cluster operator "+beta+" is not available")
+	waitedOn(cv, "* cluster operator "+beta+" is Available=False: NoPods: no pods are running")
 
 	playOperator(t, op, beta, "1.1.0", healthy...)
 	cv = step("update: beta reaches 1.1.0")
