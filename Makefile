@@ -89,9 +89,17 @@ cvo:
 
 # The real oc, built once into the binary cache from OC_GIT at OC_COMMIT
 # (hack/build-oc.sh), for the client checks; never part of make test.
-.PHONY: oc
+.PHONY: oc oc-check
 oc:
 	@hack/build-oc.sh
+
+# The real oc reads what the operator writes: oc adm upgrade and oc adm
+# upgrade status after each step of an update that waits on its operators
+# (test/e2e/oc_test.go); their output goes to bin/oc-check.txt.
+oc-check: cluster-tools
+	@mkdir -p $(BIN_DIR)
+	PAYLOAD_APPLIER_OC="$$(hack/build-oc.sh)" PAYLOAD_APPLIER_OC_RECORD=$(abspath $(BIN_DIR))/oc-check.txt \
+	  $(GO) test -count=1 -timeout 15m -run '^TestOC' -v ./test/e2e/
 
 # The CVO and payload-applier side by side on the real payload, each on a
 # fresh control plane with stub operators (test/bench/cvo.go); REPS runs

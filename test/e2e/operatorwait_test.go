@@ -63,6 +63,12 @@ func playOperator(t *testing.T, op *testOperator, name, version string, conditio
 // tests' cases: TestOperatorHealthAsTheCVO, TestCVOFailingAndProgressing).
 // The operator's clock is a fake one, stepped where minutes must pass.
 func TestClusterOperatorsAreReadAsTheCVOReadsThem(t *testing.T) {
+	operatorWaitScenario(t, uniqueName(t, "cowait"), nil)
+}
+
+// operatorWaitScenario plays the scenario on ClusterVersion cvName;
+// after, when set, sees the ClusterVersion after each step.
+func operatorWaitScenario(t *testing.T, cvName string, after func(step string, cv *configv1.ClusterVersion)) {
 	ns := testCluster.CreateNamespace(t)
 	alpha, beta := uniqueName(t, "alpha"), uniqueName(t, "beta")
 	release := func(version string) map[string]string {
@@ -74,7 +80,7 @@ func TestClusterOperatorsAreReadAsTheCVOReadsThem(t *testing.T) {
 	}
 	clock := clocktesting.NewFakeClock(time.Now())
 	op := newOperatorOn(t, &operator.DirStore{Root: writeStore(t, map[string]map[string]string{"1.0.0": release("1.0.0"), "1.1.0": release("1.1.0")})},
-		uniqueName(t, "cowait"), ns, nil, nil, func(c *operator.Config) { c.Clock = clock })
+		cvName, ns, nil, nil, func(c *operator.Config) { c.Clock = clock })
 	t.Cleanup(func() {
 		for _, name := range []string{alpha, beta} {
 			_ = op.config.ConfigV1().ClusterOperators().Delete(context.Background(), name, metav1.DeleteOptions{})
@@ -85,7 +91,11 @@ func TestClusterOperatorsAreReadAsTheCVOReadsThem(t *testing.T) {
 		t.Helper()
 		t.Log(what)
 		op.sync(t)
-		return op.clusterVersion(t)
+		cv := op.clusterVersion(t)
+		if after != nil {
+			after(what, cv)
+		}
+		return cv
 	}
 	// want compares a condition; Failing's message up to the operators'
 	// own words, which waitedOn checks.
