@@ -277,16 +277,21 @@ func (p *pass) health(ctx context.Context, m *payload.Manifest, rc resourceClien
 }
 
 // healthError is the task's error for h. Install skips all but the checks
-// later tasks of the same pass depend on.
+// later tasks of the same pass depend on; with DegradedProceed, a Degraded
+// operator is only reported.
 func (p *pass) healthError(m *payload.Manifest, h Health) error {
+	proceed := h.Reason == ReasonCODegraded && p.opts.Mode != graph.ModeInstall && p.opts.DegradedOperators == DegradedProceed
 	var since time.Time
 	if h.Operator != "" || m.Obj.GroupVersionKind().GroupKind() == payload.ClusterOperatorKind {
-		since = p.e.operatorWaits.observe(m.Obj.GetName(), h.Healthy(), p.e.clock.Now())
+		since = p.e.operatorWaits.observe(m.Obj.GetName(), h.Healthy() || proceed, p.e.clock.Now())
 	}
-	if h.Healthy() {
+	switch {
+	case h.Healthy():
 		return nil
-	}
-	if p.opts.Mode == graph.ModeInstall && h.Operator == "" && h.Reason != ReasonCRDNotEstablished {
+	case p.opts.Mode == graph.ModeInstall && h.Operator == "" && h.Reason != ReasonCRDNotEstablished:
+		return nil
+	case proceed:
+		p.e.warn(string(h.Reason), fmt.Sprintf("%s; the update proceeds past it (%s=%s): %s", h.Message, DegradedPolicyAnnotation, DegradedProceed, h.Detail))
 		return nil
 	}
 	return &TaskError{Subject: m.ID(), File: m.Position(), Reason: h.Reason, Effect: h.Effect, Message: h.Message,

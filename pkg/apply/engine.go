@@ -214,6 +214,10 @@ type SyncOptions struct {
 	// OperandCleanup is the admin's policy for the operands of components
 	// the release removes; the zero value means Orphan.
 	OperandCleanup cleanup.Policy
+	// DegradedOperators is the admin's policy for a Degraded
+	// ClusterOperator in updates and reconciles; the zero value means
+	// DegradedBlock, the CVO's.
+	DegradedOperators DegradedPolicy
 	// Force marks a pass of an update the administrator forced: the CRD
 	// compatibility findings force may override are Events instead of
 	// failures (a removed stored version still fails).

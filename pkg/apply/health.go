@@ -208,6 +208,32 @@ func OperatorHealth(want, have *configv1.ClusterOperator, mode graph.Mode) Healt
 	return Health{}
 }
 
+// DegradedPolicy is what a Degraded ClusterOperator does to an update.
+type DegradedPolicy string
+
+const (
+	// DegradedBlock is the CVO's: later run levels wait, and after a
+	// grace period the update fails.
+	DegradedBlock DegradedPolicy = "Block"
+	// DegradedProceed lets the update go on past an operator that is
+	// Available at its version but Degraded, and complete: the operator is
+	// reported with a Warning Event, and its own conditions and alerts
+	// remain. Users have asked for it since 2020
+	// (openshift/cluster-version-operator#482, openshift/enhancements#1719).
+	DegradedProceed DegradedPolicy = "Proceed"
+)
+
+// DegradedPolicyAnnotation on the ClusterVersion sets the DegradedPolicy.
+const DegradedPolicyAnnotation = "payload-applier.io/degraded-operators"
+
+// DegradedPolicyOf reads the policy from the ClusterVersion's annotations.
+func DegradedPolicyOf(annotations map[string]string) DegradedPolicy {
+	if DegradedPolicy(annotations[DegradedPolicyAnnotation]) == DegradedProceed {
+		return DegradedProceed
+	}
+	return DegradedBlock
+}
+
 // operatorTexts are the CVO's messages for one operator and for several
 // sharing a reason, and the plural reason.
 var operatorTexts = map[Reason]struct {

@@ -3,11 +3,14 @@ package apply
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -114,5 +117,33 @@ func TestAnUpdateWaitsOnADegradedOperatorAndTimesTheWait(t *testing.T) {
 	clock.Step(time.Minute)
 	if te := operatorError(t, c.pass(t, next, graph.ModeUpdate)); !te.Since.Equal(clock.Now()) {
 		t.Errorf("since %s: another release times its own wait from %s", te.Since, clock.Now())
+	}
+}
+
+// With the admin's DegradedProceed, an update goes past a Degraded
+// operator and completes; the operator is reported in a Warning Event.
+func TestAnUpdateProceedsPastADegradedOperatorWhenTheAdminSaysSo(t *testing.T) {
+	c := newOperandClusterOf(t, true)
+	recorder := record.NewFakeRecorder(10)
+	c.engine.recorder, c.engine.eventObj = recorder, &corev1.ObjectReference{Kind: "ClusterVersion", Name: "version"}
+	c.setOperator(t, "True")
+	res, err := c.engine.Sync(context.Background(), operatorRelease(t), SyncOptions{Mode: graph.ModeUpdate, Backoff: &wait.Backoff{Steps: 1},
+		DeleteSettle: 1, DegradedOperators: DegradedPolicyOf(map[string]string{DegradedPolicyAnnotation: "Proceed"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete() || !c.exists(configMapsGVR, "ns", "later") {
+		t.Fatalf("errors %v: the update must go on and complete", res.Errors)
+	}
+	select {
+	case ev := <-recorder.Events:
+		if !strings.Contains(ev, "Warning ClusterOperatorDegraded Cluster operator widgets is degraded; the update proceeds past it") || !strings.Contains(ev, "it broke") {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Error("no Event reported the Degraded operator")
+	}
+	if DegradedPolicyOf(map[string]string{DegradedPolicyAnnotation: "proceed"}) != DegradedBlock || DegradedPolicyOf(nil) != DegradedBlock {
+		t.Error("anything but Proceed must keep the CVO's Block")
 	}
 }

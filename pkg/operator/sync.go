@@ -272,6 +272,7 @@ func (o *Operator) applyRelease(ctx context.Context, cv *configv1.ClusterVersion
 	}
 	opts.Attempt = o.attempt
 	opts.OperandCleanup = cleanup.PolicyOf(cv.Annotations)
+	opts.DegradedOperators = apply.DegradedPolicyOf(cv.Annotations)
 	// The force that accepted the update also lets its CRD updates past
 	// the findings it accepted.
 	opts.Force = out.Mode == graph.ModeUpdate && cv.Spec.DesiredUpdate != nil && cv.Spec.DesiredUpdate.Force

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 )
 
@@ -187,4 +188,12 @@ func operatorWaitScenario(t *testing.T, cvName string, after func(step string, c
 	cv = step("reconcile: a Degraded operator fails at once, as the CVO's reconcile does")
 	want(cv, "Failing", configv1.ConditionTrue, "ClusterOperatorDegraded", "Cluster operator "+alpha+" is degraded")
 	want(cv, configv1.OperatorProgressing, configv1.ConditionFalse, "ClusterOperatorDegraded", "Error while reconciling 1.1.0: the cluster operator "+alpha+" is degraded")
+
+	cv.Annotations = map[string]string{apply.DegradedPolicyAnnotation: string(apply.DegradedProceed)}
+	if _, err := op.config.ConfigV1().ClusterVersions().Update(context.Background(), cv, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cv = step("reconcile, the admin's degraded-operators=Proceed: a Degraded operator is only reported")
+	want(cv, "Failing", configv1.ConditionFalse, "", "")
+	want(cv, configv1.OperatorProgressing, configv1.ConditionFalse, "", "Cluster version is 1.1.0")
 }
