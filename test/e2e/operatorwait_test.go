@@ -28,7 +28,11 @@ status:
   versions:
   - name: operator
     version: %s
-`, name, include, version)
+  relatedObjects:
+  - group: ""
+    resource: namespaces
+    name: %s
+`, name, include, version, name)
 }
 
 // playOperator writes a ClusterOperator's status as its operator would:
@@ -121,6 +125,15 @@ func operatorWaitScenario(t *testing.T, cvName string, after func(step string, c
 
 	op.request(t, "1.0.0", false)
 	cv := step("install: neither operator has reported")
+	for _, name := range []string{alpha, beta} {
+		co, err := op.config.ConfigV1().ClusterOperators().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(co.Status.RelatedObjects) != 1 || co.Status.RelatedObjects[0].Name != name {
+			t.Errorf("ClusterOperator %s: relatedObjects %+v: want it precreated with its manifest's", name, co.Status.RelatedObjects)
+		}
+	}
 	want(cv, "Failing", configv1.ConditionTrue, "ClusterOperatorsNotAvailable", fmt.Sprintf("Cluster operators %s, %s are not available", alpha, beta))
 	want(cv, configv1.OperatorProgressing, configv1.ConditionTrue, "ClusterOperatorsNotAvailable", "Unable to apply 1.0.0: some cluster operators are not available")
 
