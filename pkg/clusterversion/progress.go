@@ -134,7 +134,7 @@ func condense(failures []Failure) []problem {
 			p.details = append(p.details, f.Detail)
 			p.effect = heavier(p.effect, f.Effect)
 		}
-		p.message = fmt.Sprintf(fs[0].PluralMessage, strings.Join(p.names, ", "))
+		p.message = fmt.Sprintf(fs[0].PluralMessage, nameList(p.names))
 		out = append(out, p)
 	}
 	return out
@@ -201,13 +201,13 @@ func judge(p problem, now time.Time, patience Patience) judged {
 		slow, mcSlow := minutes(patience.Slow), minutes(patience.SlowMachineConfig)
 		switch {
 		case len(exceeded) > 0 && !mc:
-			return judged{slow: true, progress: fmt.Sprintf("waiting on %s over %s which is longer than expected", strings.Join(exceeded, ", "), slow)}
+			return judged{slow: true, progress: fmt.Sprintf("waiting on %s over %s which is longer than expected", nameList(exceeded), slow)}
 		case len(exceeded) > 0:
-			return judged{slow: true, progress: fmt.Sprintf("waiting on %s over %s and machine-config over %s which is longer than expected", strings.Join(exceeded, ", "), slow, mcSlow)}
+			return judged{slow: true, progress: fmt.Sprintf("waiting on %s over %s and machine-config over %s which is longer than expected", nameList(exceeded), slow, mcSlow)}
 		case mc:
 			return judged{slow: true, progress: fmt.Sprintf("waiting on machine-config over %s which is longer than expected", mcSlow)}
 		}
-		return judged{progress: "waiting on " + strings.Join(p.names, ", ")}
+		return judged{progress: "waiting on " + nameList(p.names)}
 	case payload.EffectFailAfterInterval:
 		var exceeded []string
 		for i, name := range p.names {
@@ -216,9 +216,9 @@ func judge(p problem, now time.Time, patience Patience) judged {
 			}
 		}
 		if len(exceeded) > 0 {
-			return judged{failing: true, progress: fmt.Sprintf("wait has exceeded %s for these operators: %s", minutes(patience.Degraded), strings.Join(exceeded, ", "))}
+			return judged{failing: true, progress: fmt.Sprintf("wait has exceeded %s for these operators: %s", minutes(patience.Degraded), nameList(exceeded))}
 		}
-		return judged{progress: fmt.Sprintf("waiting up to %s on %s", minutes(patience.Degraded), strings.Join(p.names, ", "))}
+		return judged{progress: fmt.Sprintf("waiting up to %s on %s", minutes(patience.Degraded), nameList(p.names))}
 	case payload.EffectReport:
 		return judged{failing: true, progress: p.message}
 	}
@@ -263,6 +263,15 @@ func sharedReason(ps []problem) string {
 		}
 	}
 	return ps[0].reason
+}
+
+// nameList joins names as the CVO does, naming at most
+// maxNamedObjectsInCondition of them: a stuck update can wait on hundreds.
+func nameList(names []string) string {
+	if len(names) > maxNamedObjectsInCondition {
+		return strings.Join(names[:maxNamedObjectsInCondition], ", ") + fmt.Sprintf(" and %d more", len(names)-maxNamedObjectsInCondition)
+	}
+	return strings.Join(names, ", ")
 }
 
 // minutes words a duration as the CVO does: "40 minutes".
@@ -342,7 +351,7 @@ func judgePass(pass *Pass, version string, patience Patience, now time.Time) (fa
 	for _, p := range byEffect {
 		j := judge(p, now, patience)
 		if reconciling {
-			j = judged{progress: "waiting on " + strings.Join(p.names, ", ")}
+			j = judged{progress: "waiting on " + nameList(p.names)}
 		}
 		phrases = append(phrases, j.progress)
 		slow = slow || j.slow

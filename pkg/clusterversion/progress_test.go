@@ -53,3 +53,17 @@ func TestAStuckUpdateSaysWhatEachOperatorSays(t *testing.T) {
 		}
 	}
 }
+
+// The CVO names every operator; past ten, the rest are counted.
+func TestAWaitOnManyNamesTenAndCountsTheRest(t *testing.T) {
+	var fs []Failure
+	for i := range 12 {
+		fs = append(fs, Failure{Reason: "CustomResourceDefinitionNotEstablished", Message: "not established", Effect: payload.EffectNone, Subject: fmt.Sprintf("crd%02d", i)})
+	}
+	status := &configv1.ClusterVersionStatus{Desired: configv1.Release{Version: "1.1.0"}}
+	Progress(status, &Pass{Mode: graph.ModeUpdate, Failures: fs}, Patience{}, metav1.Now())
+	got := FindCondition(status.Conditions, configv1.OperatorProgressing).Message
+	if want := "Working towards 1.1.0: waiting on crd00, crd01, crd02, crd03, crd04, crd05, crd06, crd07, crd08, crd09 and 2 more"; got != want {
+		t.Errorf("Progressing %q\nwant        %q", got, want)
+	}
+}
