@@ -3,9 +3,11 @@ package apply
 import (
 	"context"
 
+	configv1 "github.com/openshift/api/config/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
@@ -46,8 +48,11 @@ func (p *pass) precreateOne(ctx context.Context, m *payload.Manifest) error {
 	if err != nil {
 		return err
 	}
-	related, found, _ := unstructured.NestedSlice(m.Obj.Object, "status", "relatedObjects")
-	if found && len(related) > 0 {
+	related, err := relatedObjects(m)
+	if err != nil {
+		return err
+	}
+	if len(related) > 0 {
 		withStatus := created.DeepCopy()
 		if err := unstructured.SetNestedSlice(withStatus.Object, related, "status", "relatedObjects"); err != nil {
 			return err
@@ -64,4 +69,24 @@ func (p *pass) precreateOne(ctx context.Context, m *payload.Manifest) error {
 	}
 	p.e.remember(m, rc, created, false)
 	return nil
+}
+
+// relatedObjects are the manifest's status.relatedObjects as the typed
+// ClusterOperator writes them: a reference without a name (a whole
+// resource) gets the empty name the schema requires, as the CVO's typed
+// client sends it.
+func relatedObjects(m *payload.Manifest) ([]interface{}, error) {
+	var co configv1.ClusterOperator
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m.Obj.Object, &co); err != nil {
+		return nil, err
+	}
+	out := make([]interface{}, 0, len(co.Status.RelatedObjects))
+	for i := range co.Status.RelatedObjects {
+		ref, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&co.Status.RelatedObjects[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ref)
+	}
+	return out, nil
 }

@@ -16,7 +16,7 @@ import (
 func TestAClusterOperatorIsCreatedBeforeItsComponentsOtherManifests(t *testing.T) {
 	rel := planRelease(t,
 		planDoc{"0000_50_widgets_00_cm.yaml", cmYAML("first", "v")},
-		planDoc{"0000_50_widgets_99_clusteroperator.yaml", "apiVersion: config.openshift.io/v1\nkind: ClusterOperator\nmetadata:\n  name: widgets\nstatus:\n  versions:\n  - name: operator\n    version: 1.0.0\n  relatedObjects:\n  - group: \"\"\n    resource: namespaces\n    name: widgets\n"})
+		planDoc{"0000_50_widgets_99_clusteroperator.yaml", "apiVersion: config.openshift.io/v1\nkind: ClusterOperator\nmetadata:\n  name: widgets\nstatus:\n  versions:\n  - name: operator\n    version: 1.0.0\n  relatedObjects:\n  - group: \"\"\n    resource: namespaces\n    name: widgets\n  - group: \"\"\n    resource: nodes\n"})
 	c := newOperandClusterOf(t, true)
 	var writes []string
 	c.dyn.PrependReactor("*", "*", func(a clienttesting.Action) (bool, runtime.Object, error) {
@@ -35,8 +35,13 @@ func TestAClusterOperatorIsCreatedBeforeItsComponentsOtherManifests(t *testing.T
 		t.Fatal(err)
 	}
 	related, _, _ := unstructured.NestedSlice(co.(*unstructured.Unstructured).Object, "status", "relatedObjects")
-	if len(related) != 1 {
-		t.Errorf("relatedObjects %v, want the manifest's", related)
+	if len(related) != 2 {
+		t.Fatalf("relatedObjects %v, want the manifest's", related)
+	}
+	// The schema requires a name; a whole resource's is empty, as the
+	// CVO's typed client writes it (the real payload has such entries).
+	if name, ok := related[1].(map[string]interface{})["name"]; !ok || name != "" {
+		t.Errorf("relatedObjects[1] %v: want name \"\"", related[1])
 	}
 
 	// Known to the engine, it is not created again; a reconcile never precreates.

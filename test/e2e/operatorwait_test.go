@@ -32,6 +32,8 @@ status:
   - group: ""
     resource: namespaces
     name: %s
+  - group: ""
+    resource: nodes
 `, name, include, version, name)
 }
 
@@ -130,7 +132,7 @@ func operatorWaitScenario(t *testing.T, cvName string, after func(step string, c
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(co.Status.RelatedObjects) != 1 || co.Status.RelatedObjects[0].Name != name {
+		if len(co.Status.RelatedObjects) != 2 || co.Status.RelatedObjects[0].Name != name {
 			t.Errorf("ClusterOperator %s: relatedObjects %+v: want it precreated with its manifest's", name, co.Status.RelatedObjects)
 		}
 	}
