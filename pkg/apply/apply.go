@@ -282,7 +282,7 @@ func (p *pass) health(ctx context.Context, m *payload.Manifest, rc resourceClien
 func (p *pass) healthError(m *payload.Manifest, h Health) error {
 	proceed := h.Reason == ReasonCODegraded && p.opts.Mode != graph.ModeInstall && p.opts.DegradedOperators == DegradedProceed
 	var since time.Time
-	if h.Operator != "" || m.Obj.GroupVersionKind().GroupKind() == payload.ClusterOperatorKind {
+	if m.Obj.GroupVersionKind().GroupKind() == payload.ClusterOperatorKind {
 		since = p.e.operatorWaits.observe(m.Obj.GetName(), h.Healthy() || proceed, p.e.clock.Now())
 	}
 	switch {

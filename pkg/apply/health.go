@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/payload-applier/payload-applier/pkg/graph"
-
 	"github.com/payload-applier/payload-applier/pkg/payload"
 )
 
