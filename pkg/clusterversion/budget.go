@@ -163,9 +163,10 @@ func releaseTexts(field, where string, r *configv1.Release) []statusText {
 
 // Fit bounds every value of st and fits st into MaxStatusBytes,
 // saying what it cut in the StatusTruncated condition; the cuts are
-// cutToBudget's. Fitting is deterministic, and a fitted status needs no
-// further cut.
-func Fit(st *configv1.ClusterVersionStatus, now metav1.Time) Cuts {
+// cutToBudget's. The risk status that applies lays over st
+// (WithRiskStatus) counts in the budget. Fitting is deterministic, and a
+// fitted status needs no further cut.
+func Fit(st *configv1.ClusterVersionStatus, applies RiskApplies, now metav1.Time) Cuts {
 	var previous *configv1.ClusterOperatorStatusCondition
 	if c := FindCondition(st.Conditions, ConditionStatusTruncated); c != nil {
 		kept := *c
@@ -176,8 +177,8 @@ func Fit(st *configv1.ClusterVersionStatus, now metav1.Time) Cuts {
 	var cuts Cuts
 	// Room for StatusTruncated itself.
 	target := MaxStatusBytes - maxCutsNoteBytes - 512
-	originals := boundValues(st, &cuts, target)
-	cutToBudget(st, originals, target)
+	originals := boundValues(st, applies, &cuts, target)
+	cutToBudget(st, originals, func() int { return StatusSize(st, applies) }, target)
 	cuts.describe(before, st, originals)
 	if msg := cuts.Message(); msg != "" {
 		if previous != nil {
@@ -196,7 +197,7 @@ func Fit(st *configv1.ClusterVersionStatus, now metav1.Time) Cuts {
 // updates, which a graph can make many and large, are bounded in order
 // only until together they pass target: cutToBudget would drop every one
 // after that, so they are dropped unread.
-func boundValues(st *configv1.ClusterVersionStatus, cuts *Cuts, target int) map[string]string {
+func boundValues(st *configv1.ClusterVersionStatus, applies RiskApplies, cuts *Cuts, target int) map[string]string {
 	st.AvailableUpdates = st.AvailableUpdates[:min(len(st.AvailableUpdates), MaxAvailableUpdates)]
 	st.History = st.History[:min(len(st.History), MaxHistory)]
 	// desired's channels are the cached release's: cut a copy.
@@ -214,11 +215,11 @@ func boundValues(st *configv1.ClusterVersionStatus, cuts *Cuts, target int) map[
 		}
 	}
 	bound(statusTextsBesideConditional(st))
-	size := 0
+	size, seen := 0, map[string]bool{}
 	for i := range st.ConditionalUpdates {
 		bound(conditionalUpdateTexts(st, i))
 		// Each entry adds itself and a comma to the status.
-		if size += JSONSize(&st.ConditionalUpdates[i]) + 1; size > target {
+		if size += JSONSize(&st.ConditionalUpdates[i]) + 1 + entryRiskSize(&st.ConditionalUpdates[i], applies, seen); size > target {
 			st.ConditionalUpdates = st.ConditionalUpdates[:i+1]
 			break
 		}
@@ -233,9 +234,9 @@ func boundValues(st *configv1.ClusterVersionStatus, cuts *Cuts, target int) map[
 // shorter than minCutTextBytes), first of the other conditions and older
 // history, then of the essential conditions and the newest entry; last,
 // the other conditions, and history but its newest entry. desired is
-// never cut.
-func cutToBudget(st *configv1.ClusterVersionStatus, originals map[string]string, target int) {
-	over := func() int { return StatusSize(st) - target }
+// never cut. size is st's size as written.
+func cutToBudget(st *configv1.ClusterVersionStatus, originals map[string]string, size func() int, target int) {
+	over := func() int { return size() - target }
 	if over() > 0 {
 		st.AvailableUpdates = dropTail(st.AvailableUpdates, 0, over())
 	}
@@ -246,7 +247,7 @@ func cutToBudget(st *configv1.ClusterVersionStatus, originals map[string]string,
 		st.History = dropTail(st.History, keptHistory, over())
 	}
 	for tier := 1; tier <= 2 && over() > 0; tier++ {
-		cutTier(st, originals, tier, target)
+		cutTier(st, originals, tier, size, target)
 	}
 	for i := len(st.Conditions) - 1; i >= 0 && over() > 0; i-- {
 		if !slices.Contains(essentialConditions, st.Conditions[i].Type) {
@@ -319,7 +320,7 @@ func capChannels(channels []string, field, where string, cuts *Cuts) []string {
 // length, the longest with which st fits target but no shorter than
 // minCutTextBytes: the longest texts lose most, and no more than needed.
 // Each is cut from its original, so that it carries one marker.
-func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tier, target int) {
+func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tier int, size func() int, target int) {
 	var texts []statusText
 	longest := 0
 	for _, t := range statusTexts(st) {
@@ -335,7 +336,7 @@ func cutTier(st *configv1.ClusterVersionStatus, originals map[string]string, tie
 		for _, t := range texts {
 			*t.p = textwrap.Bound(originals[t.where], min(t.limit, n))
 		}
-		return StatusSize(st) <= target
+		return size() <= target
 	}
 	if !cutTo(minCutTextBytes) {
 		return
@@ -364,9 +365,10 @@ func dropTail[T any](list []T, keep, excess int) []T {
 	return list[:n]
 }
 
-// StatusSize is the size of st as JSON, as the apiserver stores it.
-func StatusSize(st *configv1.ClusterVersionStatus) int {
-	return JSONSize(st)
+// StatusSize is the size of st as JSON, as the apiserver stores it, with
+// the risk status applies lays over it.
+func StatusSize(st *configv1.ClusterVersionStatus, applies RiskApplies) int {
+	return JSONSize(st) + riskStatusSize(st, applies)
 }
 
 // JSONSize is the size of v as json.Marshal writes it, measured without

@@ -92,11 +92,11 @@ func TestFitStatusCutsInOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			again := *tc.st.DeepCopy()
 			newest := tc.st.History[0]
-			cuts := Fit(&tc.st, now)
-			if size := StatusSize(&tc.st); size > MaxStatusBytes {
+			cuts := Fit(&tc.st, nil, now)
+			if size := StatusSize(&tc.st, nil); size > MaxStatusBytes {
 				t.Fatalf("%d bytes, over budget", size)
 			}
-			second := Fit(&again, now)
+			second := Fit(&again, nil, now)
 			if !equality.Semantic.DeepEqual(tc.st, again) || cuts.Message() != second.Message() {
 				t.Error("two fits of one status differ")
 			}
@@ -127,10 +127,12 @@ func TestFitStatusKeepsEveryConditionalUpdateThatFits(t *testing.T) {
 		st.ConditionalUpdates = append(st.ConditionalUpdates, configv1.ConditionalUpdate{
 			Release: configv1.Release{Version: fmt.Sprintf("1.1.%d", i)}, Risks: risks})
 	}
-	Fit(&st, metav1.Now())
+	// Each risk's Applies condition counts too.
+	applies := RiskApplies{"R": {Type: ConditionApplies, Status: metav1.ConditionUnknown, Reason: ReasonRiskEvaluationFailed, Message: strings.Repeat("a", maxAppliesMessageBytes)}}
+	Fit(&st, applies, metav1.Now())
 	kept := len(st.ConditionalUpdates)
 	t.Logf("%d of 400 entries kept", kept)
-	if size := StatusSize(&st); kept == 0 || size > MaxStatusBytes {
+	if size := StatusSize(&st, applies); kept == 0 || size > MaxStatusBytes {
 		t.Fatalf("%d entries kept in %d bytes; want some, within %d", kept, size, MaxStatusBytes)
 	}
 	if q := st.ConditionalUpdates[0].Risks[0].MatchingRules[0].PromQL.PromQL; len(q) > MaxMessageBytes {
@@ -139,7 +141,7 @@ func TestFitStatusKeepsEveryConditionalUpdateThatFits(t *testing.T) {
 	// One more entry would not have fit.
 	more := st.DeepCopy()
 	more.ConditionalUpdates = append(more.ConditionalUpdates, more.ConditionalUpdates[kept-1])
-	if size := StatusSize(more); size <= MaxStatusBytes-maxCutsNoteBytes-512 {
+	if size := StatusSize(more, applies); size <= MaxStatusBytes-maxCutsNoteBytes-512 {
 		t.Errorf("%d of 400 entries kept, but one more fits (%d bytes)", kept, size)
 	}
 	wantNote := fmt.Sprintf("conditionalUpdates keeps the first %d of 400 entries", kept)

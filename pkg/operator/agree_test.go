@@ -15,6 +15,9 @@ func TestTheModelAgreesWithTheLayersItCannotImport(t *testing.T) {
 	if clusterversion.MaxRiskURLBytes != updategraph.MaxRiskURLBytes {
 		t.Errorf("status bounds a risk URL to %d bytes, the graph to %d", clusterversion.MaxRiskURLBytes, updategraph.MaxRiskURLBytes)
 	}
+	if clusterversion.MaxRiskNameBytes != updategraph.MaxRiskNameBytes {
+		t.Errorf("status bounds a risk name to %d bytes, the graph to %d", clusterversion.MaxRiskNameBytes, updategraph.MaxRiskNameBytes)
+	}
 	if clusterversion.ReasonImageVerificationFailed != signature.ReasonImageVerificationFailed {
 		t.Errorf("ReleaseAccepted's reason %q, the verifier's %q", clusterversion.ReasonImageVerificationFailed, signature.ReasonImageVerificationFailed)
 	}

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/blang/semver/v4"
@@ -107,14 +106,15 @@ func unknownExposureMessage(risk configv1.ConditionalUpdateRisk, err error) stri
 
 // setUpdates sets status.availableUpdates and status.conditionalUpdates
 // from the channel's graph g: updates are version's unconditional updates.
+// It returns the risk evaluations the conditional updates were judged by.
 // An error is the graph's, an invalid response; both lists are then
 // cleared.
-func (ul *updateLister) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, updates []updategraph.Node, version string, now metav1.Time) error {
+func (ul *updateLister) setUpdates(ctx context.Context, cv *configv1.ClusterVersion, g *updategraph.Graph, updates []updategraph.Node, version string, now metav1.Time) (map[string]clusterversion.RiskResult, error) {
 	status := &cv.Status
 	conditional, entries, results, err := ul.conditionalEntries(ctx, cv, g, version, now)
 	if err != nil {
 		ul.clearUpdates(status)
-		return err
+		return nil, err
 	}
 	targets := map[string]bool{}
 	for _, u := range conditional {
@@ -131,7 +131,7 @@ func (ul *updateLister) setUpdates(ctx context.Context, cv *configv1.ClusterVers
 	status.AvailableUpdates = releasesOf(updates)
 	status.ConditionalUpdates = entries
 	ul.metrics.observeConditionalUpdates(entries, results)
-	return nil
+	return results, nil
 }
 
 // pendingConditional judges the conditional updates from version in the
@@ -310,14 +310,6 @@ var clusterVersionsResource = schema.GroupVersionResource{Group: "config.openshi
 
 // MaxAcceptRisks bounds the names read from acceptRisks, as the CRD does.
 const MaxAcceptRisks = 1000
-
-// acceptedRiskCache remembers acceptRisks for one resourceVersion of the
-// ClusterVersion, so that a sync reads it once.
-type acceptedRiskCache struct {
-	mu              sync.Mutex
-	resourceVersion string
-	names           []string
-}
 
 // AcceptRisks reads the names of the risks the ClusterVersion name accepts
 // in spec.desiredUpdate.acceptRisks: none when it has none or does not

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -213,8 +214,13 @@ func TestSyncEvaluatesConditionalUpdates(t *testing.T) {
 	if err := c.dynamic.Tracker().Create(clusterVersionsResource, u, ""); err != nil {
 		t.Fatal(err)
 	}
-	// A new resourceVersion, so that the cached acceptRisks are read again.
-	c.request(t, "1.1.0")
+	// The typed fake does not hold acceptRisks: a change of it is a new
+	// resourceVersion of the object it holds too.
+	touched := c.clusterVersion(t)
+	touched.Annotations = map[string]string{"acceptRisks": "changed"}
+	if _, err := c.config.ConfigV1().ClusterVersions().Update(context.Background(), touched, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	out := c.sync(t)
 	if out.Refused != nil {
 		t.Fatalf("refused %v", out.Refused)
@@ -224,6 +230,58 @@ func TestSyncEvaluatesConditionalUpdates(t *testing.T) {
 		t.Errorf("history[0] = %s with risks %q, want 1.1.0 naming BadDisk", h.Version, h.AcceptedRisks)
 	}
 
+}
+
+// TestSyncWritesTheRiskStatus: status.conditionalUpdateRisks and each
+// update's riskNames and risks' Applies are written with the status, once:
+// a pass that changes nothing writes nothing, and neither does one on a
+// CRD that prunes them.
+func TestSyncWritesTheRiskStatus(t *testing.T) {
+	for _, keeps := range []bool{true, false} {
+		t.Run(fmt.Sprintf("the CRD keeps them: %v", keeps), func(t *testing.T) {
+			c, _, _ := newGraphFileCluster(t, conditionalGraphJSON, "1.0.0", "1.0.0")
+			c.op.cfg.RiskConditions = clusterconditions.New(map[string]clusterconditions.Condition{"PromQL": never{}})
+			c.op.risks.registry = c.op.cfg.RiskConditions
+			if !keeps {
+				c.op.writer.put = typedStatusPut(c.config)
+			}
+			var bodies []map[string]any
+			put := c.op.writer.put
+			c.op.writer.put = func(ctx context.Context, name string, body []byte) ([]byte, error) {
+				var sent map[string]any
+				if err := json.Unmarshal(body, &sent); err != nil {
+					t.Fatal(err)
+				}
+				bodies = append(bodies, sent)
+				return put(ctx, name, body)
+			}
+			c.setChannel(t, "stable")
+			c.sync(t)
+			if len(bodies) == 0 {
+				t.Fatal("no status written")
+			}
+			status := bodies[len(bodies)-1]["status"].(map[string]any)
+			applies := clusterversion.RiskAppliesOf(bodies[len(bodies)-1])
+			if a, u := applies["BadDisk"], applies["Unmatched"]; len(applies) != 2 || a.Status != metav1.ConditionTrue || a.Reason != "Match" || u.Status != metav1.ConditionFalse || u.Reason != "NotMatch" {
+				t.Errorf("conditionalUpdateRisks' Applies %+v, want BadDisk True Match, Unmatched False NotMatch", applies)
+			}
+			for _, raw := range status["conditionalUpdates"].([]any) {
+				u := raw.(map[string]any)
+				names, _ := u["riskNames"].([]any)
+				risks := u["risks"].([]any)
+				conds, _ := risks[0].(map[string]any)["conditions"].([]any)
+				if len(names) != 1 || names[0] != risks[0].(map[string]any)["name"] || len(conds) != 1 {
+					t.Errorf("conditional update %v: riskNames %v, conditions %v", u["release"], names, conds)
+				}
+			}
+			n := len(bodies)
+			c.clock.Step(time.Second)
+			c.sync(t)
+			if len(bodies) != n {
+				t.Errorf("a pass that changed nothing wrote the status again")
+			}
+		})
+	}
 }
 
 func findRecommended(u configv1.ConditionalUpdate) *metav1.Condition {
@@ -246,8 +304,8 @@ func TestStatusBudgetBoundsConditionalUpdates(t *testing.T) {
 			Conditions: []metav1.Condition{{Type: "Recommended", Status: metav1.ConditionFalse, Reason: "R", Message: long}},
 		})
 	}
-	clusterversion.Fit(&st, metav1.Now())
-	if size := clusterversion.StatusSize(&st); size > clusterversion.MaxStatusBytes {
+	clusterversion.Fit(&st, nil, metav1.Now())
+	if size := clusterversion.StatusSize(&st, nil); size > clusterversion.MaxStatusBytes {
 		t.Fatalf("status of %d bytes, over the %d budget", size, clusterversion.MaxStatusBytes)
 	}
 	if len(st.ConditionalUpdates) == 0 {

@@ -2,10 +2,13 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
 	configv1 "github.com/openshift/api/config/v1"
+	configclient "github.com/openshift/client-go/config/clientset/versioned"
 	configfake "github.com/openshift/client-go/config/clientset/versioned/fake"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -103,7 +106,44 @@ func newFakeClusterWithLedger(t testing.TB, releases ReleaseSource, version stri
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.op.writer.put = echoingStatusPut(c.config)
+	// A new resourceVersion for each write, as the apiserver gives, so
+	// that what is cached per version is read again after a change.
+	written := 0
+	stamp := func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
+			if m, err := meta.Accessor(o.GetObject()); err == nil {
+				written++
+				m.SetResourceVersion(fmt.Sprint(written))
+			}
+		}
+		return false, nil, nil
+	}
+	c.config.PrependReactor("create", "clusterversions", stamp)
+	c.config.PrependReactor("update", "clusterversions", stamp)
 	return c
+}
+
+// echoingStatusPut puts a status through the typed fake, which keeps what
+// the pinned API's types hold; its answer carries the risk status back, as
+// the apiserver's does with a CRD that keeps it.
+func echoingStatusPut(cc configclient.Interface) statusPut {
+	typed := typedStatusPut(cc)
+	return func(ctx context.Context, name string, body []byte) ([]byte, error) {
+		raw, err := typed(ctx, name, body)
+		if err != nil {
+			return nil, err
+		}
+		var sent, got map[string]any
+		if err := json.Unmarshal(body, &sent); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &got); err != nil {
+			return nil, err
+		}
+		got["status"] = sent["status"]
+		return json.Marshal(got)
+	}
 }
 
 // serverSideApply stores an applied object as sent, as the apiserver does

@@ -36,8 +36,9 @@ type observer struct {
 	// target is the release the spec asks for, when one is at hand: its
 	// CRDs stand for the current release's when that cannot be read.
 	target func(*configv1.ClusterVersion) *payload.Release
-	// acceptedRisks caches spec.desiredUpdate.acceptRisks.
-	acceptedRisks acceptedRiskCache
+	// fields caches what the typed ClusterVersion lacks, shared with the
+	// status writer; nil reads it every time.
+	fields *fieldCache
 	// caches are the operator loop's informer stores; nil in plan.
 	caches *loopCaches
 }
@@ -184,20 +185,10 @@ func (b *observer) targetChecks(ctx context.Context, cv *configv1.ClusterVersion
 // cannot be read, which is logged: an unread acceptance refuses, it never
 // accepts.
 func (b *observer) acceptRisks(ctx context.Context, cv *configv1.ClusterVersion) []string {
-	c := &b.acceptedRisks
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cv.ResourceVersion != "" && c.resourceVersion == cv.ResourceVersion {
-		return c.names
-	}
-	if b.dynamic == nil {
-		return nil
-	}
-	names, err := AcceptRisks(ctx, b.dynamic, cv.Name)
+	f, err := b.fields.of(ctx, b.dynamic, cv)
 	if err != nil {
 		klog.FromContext(ctx).Info("Reading spec.desiredUpdate.acceptRisks failed; no risk is accepted", "err", err)
 		return nil
 	}
-	c.resourceVersion, c.names = cv.ResourceVersion, names
-	return names
+	return f.acceptRisks
 }

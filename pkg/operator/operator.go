@@ -260,9 +260,11 @@ func New(cfg Config) (*Operator, error) {
 		cvRef:  cfg.eventObject(),
 	}
 	o.updates = &updateLister{cfg: &o.cfg, clock: o.clock, graphs: o.graphs, risks: o.risks, metrics: o.metrics}
-	o.writer = &statusWriter{config: o.config, clock: o.clock, metrics: o.metrics, recorder: o.recorder, cvRef: o.cvRef}
+	fields := &fieldCache{dynamic: o.dynamic}
+	o.writer = &statusWriter{config: o.config, put: restStatusPut(o.config), fields: fields,
+		clock: o.clock, metrics: o.metrics, recorder: o.recorder, cvRef: o.cvRef}
 	o.reader = &releaseReader{cfg: &o.cfg, images: images, graphs: o.graphs, kube: o.kube, releases: map[string]*payload.Release{}}
-	o.observe = &observer{kube: o.kube, config: o.config, dynamic: o.dynamic, engine: o.engine,
+	o.observe = &observer{kube: o.kube, config: o.config, dynamic: o.dynamic, engine: o.engine, fields: fields,
 		adminGates: cfg.AdminGates, adminAcks: cfg.AdminAcks, current: o.reader.currentRelease, caches: &o.caches,
 		target: func(cv *configv1.ClusterVersion) *payload.Release {
 			rel, err := o.reader.loadRelease(targetVersion(cv), cv)

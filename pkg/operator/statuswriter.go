@@ -16,12 +16,20 @@ import (
 // limits, and only when it changed.
 type statusWriter struct {
 	config   configclient.Interface
+	put      statusPut
+	fields   *fieldCache
 	clock    clock.Clock
 	metrics  *Metrics
 	recorder record.EventRecorder
 	cvRef    *corev1.ObjectReference
 	cuts     cutsReporter
 	last     lastWrite
+	// judged are the risk evaluations the pass's conditional updates
+	// were judged by; set by the pass before it writes.
+	judged map[string]clusterversion.RiskResult
+	// riskStatusPruned is set while the CRD does not keep the risk
+	// status: the last write sent one, and its answer had none.
+	riskStatusPruned bool
 }
 
 // lastWrite is the writer's newest status write: the ClusterVersion as
@@ -62,8 +70,8 @@ type cutsReporter struct {
 // truncation gauge, and announces a cut the last write did not make with
 // a Warning Event. A cut that is gone is no news: a value carried over
 // from the status as read was cut before and keeps its marker.
-func (w *statusWriter) fitStatus(cv *configv1.ClusterVersion) {
-	cuts := clusterversion.Fit(&cv.Status, metav1.NewTime(w.clock.Now()))
+func (w *statusWriter) fitStatus(cv *configv1.ClusterVersion, applies clusterversion.RiskApplies) {
+	cuts := clusterversion.Fit(&cv.Status, applies, metav1.NewTime(w.clock.Now()))
 	w.metrics.observeStatusCuts(cuts.PerField)
 	w.cuts.mu.Lock()
 	news := false

@@ -81,6 +81,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	}
 	original := cv.DeepCopy()
 	status := &cv.Status
+	o.writer.judged = nil
 	if restart := o.reader.refreshFeatureGate(ctx, o.config, &o.caches); restart != "" {
 		o.recorder.Event(o.cvRef, corev1.EventTypeNormal, EventFeatureSetChanged, restart)
 		o.attempt = 0
@@ -101,12 +102,13 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 		return nil, err
 	}
 	view := o.updates.refreshUpdates(ctx, cv, out.Target, now, true)
+	o.writer.judged = view.risks
 	running := status.Desired.Version
 	rel := o.acceptTarget(ctx, cv, out, view, obs, now)
 	if status.Desired.Version != running {
 		// Ask the graph about the new version at once, and list none of
 		// the old version's updates meanwhile.
-		o.updates.refreshUpdates(ctx, cv, out.Target, now, false)
+		o.writer.judged = o.updates.refreshUpdates(ctx, cv, out.Target, now, false).risks
 	}
 	if rel == nil && status.Desired.Version != "" {
 		if rel, err = o.reader.currentRelease(ctx, cv); err != nil {
@@ -316,20 +318,40 @@ func (w *statusWriter) writeStatus(ctx context.Context, original, cv *configv1.C
 
 // updateStatus is writeStatus that returns the ClusterVersion as written,
 // or nil when the status had not changed. It is the one writer of the
-// status, and fits it into its limits first.
+// status: it lays the risk status over it, fits both into their limits,
+// and writes them together.
 func (w *statusWriter) updateStatus(ctx context.Context, original, cv *configv1.ClusterVersion) (*configv1.ClusterVersion, error) {
-	w.fitStatus(cv)
-	if equality.Semantic.DeepEqual(original.Status, cv.Status) {
+	// Without conditional updates there is no risk status to keep: every
+	// write of this writer sets both together.
+	var held newerFields
+	if len(original.Status.ConditionalUpdates) > 0 || len(cv.Status.ConditionalUpdates) > 0 {
+		var err error
+		if held, err = w.fields.of(ctx, nil, original); err != nil {
+			// Written anew from the evaluations, with new transition times.
+			klog.FromContext(ctx).V(2).Info("Reading the risk status failed", "err", err)
+		}
+	}
+	applies := clusterversion.RiskStatus(cv.Status.ConditionalUpdates, w.judged, held.applies, metav1.NewTime(w.clock.Now()))
+	w.fitStatus(cv, applies)
+	applies = keptApplies(applies, cv.Status.ConditionalUpdates)
+	if equality.Semantic.DeepEqual(original.Status, cv.Status) && (w.riskStatusPruned || sameApplies(held.applies, applies)) {
 		w.metrics.observeStatus(cv)
 		return nil, nil
 	}
 	var written *configv1.ClusterVersion
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		// The typed object serializes spec fields older CRDs lack; the
-		// status subresource ignores spec, so skip the warnings.
-		var err error
-		written, err = w.config.ConfigV1().ClusterVersions().UpdateStatus(ctx, cv, metav1.UpdateOptions{FieldValidation: "Ignore"})
+		body, err := statusBody(cv, applies)
+		if err != nil {
+			return err
+		}
+		raw, err := w.put(ctx, cv.Name, body)
 		if err == nil {
+			var fields newerFields
+			if written, fields, err = decodeWritten(raw); err != nil {
+				return fmt.Errorf("reading the status written: %w", err)
+			}
+			w.riskStatusPruned = len(applies) > 0 && len(fields.applies) == 0
+			w.fields.remember(fields)
 			w.remember(cv.ResourceVersion, written.DeepCopy())
 			return nil
 		}

@@ -80,6 +80,10 @@ type graphView struct {
 	// no answer: status lists none of them, but a target among them is
 	// judged by its risks rather than as unknown.
 	pending []configv1.ConditionalUpdate
+	// risks are the evaluations status.conditionalUpdates was judged by
+	// in this call; nil when the call left them as they were or cleared
+	// them.
+	risks map[string]clusterversion.RiskResult
 }
 
 // updateLister lists the updates the update graph offers the cluster:
@@ -123,6 +127,7 @@ func (ul *updateLister) refreshUpdates(ctx context.Context, cv *configv1.Cluster
 		return graphView{}
 	}
 	channel := query.channel
+	var view graphView
 	retrieved := configv1.ClusterOperatorStatusCondition{Type: configv1.RetrievedUpdates, Status: configv1.ConditionFalse}
 	switch {
 	case channel == "":
@@ -151,11 +156,13 @@ func (ul *updateLister) refreshUpdates(ctx context.Context, cv *configv1.Cluster
 		inChannel := latest.graph.InChannel(channel)
 		updates, found := inChannel.Updates(version)
 		if found {
-			if err := ul.setUpdates(ctx, cv, inChannel, updates, version, now); err != nil {
+			risks, err := ul.setUpdates(ctx, cv, inChannel, updates, version, now)
+			if err != nil {
 				retrieved.Reason = updategraph.ReasonOf(err)
 				retrieved.Message = fmt.Sprintf("Unable to retrieve available updates from %s: %v", source, err)
 				break
 			}
+			view.risks = risks
 			retrieved.Status, retrieved.Reason, retrieved.Message = configv1.ConditionTrue, "", ""
 			if age := ul.clock.Since(latest.at); age > ul.graphs.refresh+ul.graphs.budget {
 				retrieved.Message = fmt.Sprintf("Available updates were last retrieved %s ago.", duration.HumanDuration(age))
@@ -170,7 +177,6 @@ func (ul *updateLister) refreshUpdates(ctx context.Context, cv *configv1.Cluster
 	if retrieved.Type != "" {
 		status.Conditions = clusterversion.SetCondition(status.Conditions, retrieved, now)
 	}
-	var view graphView
 	// Only the inline call's view judges a target; the pending risks are
 	// not evaluated for the call that only asks.
 	if inline && channel != "" && good.key != query.key() && good.scope == query.scope() && good.graph != nil {
