@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -46,7 +47,7 @@ func TestCRDFilesMatchPinnedOpenShiftAPI(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read embedded copy: %v", err)
 			}
-			embedded = withoutAcceptRisks(t, name, embedded)
+			embedded = withoutNewerFields(t, name, embedded)
 			if !bytes.Equal(upstream, embedded) {
 				t.Fatalf("manifests/crds/%s differs from %s; copy it again from the pinned module", name, filepath.Join(srcDir, name))
 			}
@@ -54,22 +55,39 @@ func TestCRDFilesMatchPinnedOpenShiftAPI(t *testing.T) {
 	}
 }
 
-// withoutAcceptRisks removes the one field our ClusterVersion CRD adds
-// to the pinned module's: spec.desiredUpdate.acceptRisks, as newer
-// openshift/api defines it (docs/design.md, "Conditional updates").
-func withoutAcceptRisks(t *testing.T, name string, crd []byte) []byte {
+// newerFields are the fields our ClusterVersion CRD adds to the pinned
+// module's, as newer openshift/api defines them (docs/design.md,
+// "Conditional updates"): each from its first line to its next sibling's,
+// in the order they are cut.
+var newerFields = []struct{ from, to string }{
+	{"                  acceptRisks:\n", "                  architecture:\n"},
+	{"              conditionalUpdateRisks:\n", "              conditionalUpdates:\n"},
+	{"                    riskNames:\n", "                    risks:\n"},
+	// The Applies condition of each risk of a conditional update.
+	{"                          conditions:\n", "                          matchingRules:\n"},
+	// The bounds of conditional updates and their risks, without which
+	// the apiserver finds the Applies rule too costly.
+	{"                      maxItems: 200\n                      minItems: 1\n", "                      minItems: 1\n"},
+	{"                maxItems: 500\n                type: array\n                x-kubernetes-list-type: atomic\n              conditions:\n", "                type: array\n"},
+}
+
+// withoutNewerFields removes newerFields from crd.
+func withoutNewerFields(t *testing.T, name string, crd []byte) []byte {
 	if !strings.Contains(name, "clusterversions") {
 		return crd
 	}
-	start := bytes.Index(crd, []byte("                  acceptRisks:\n"))
-	end := bytes.Index(crd, []byte("                  architecture:\n"))
-	if start < 0 || end < start {
-		t.Fatalf("manifests/crds/%s lacks spec.desiredUpdate.acceptRisks before architecture", name)
+	for _, f := range newerFields {
+		start := bytes.Index(crd, []byte(f.from))
+		end := start + bytes.Index(crd[max(start, 0):], []byte(f.to))
+		if start < 0 || end <= start {
+			t.Fatalf("manifests/crds/%s lacks %q before %q", name, strings.TrimSpace(f.from), strings.TrimSpace(f.to))
+		}
+		crd = append(append([]byte{}, crd[:start]...), crd[end:]...)
 	}
-	return append(append([]byte{}, crd[:start]...), crd[end:]...)
+	return crd
 }
 
-func TestClusterVersionCRDKeepsAcceptRisks(t *testing.T) {
+func TestClusterVersionCRDKeepsTheNewerFields(t *testing.T) {
 	crds, err := CRDs()
 	if err != nil {
 		t.Fatal(err)
@@ -79,13 +97,35 @@ func TestClusterVersionCRDKeepsAcceptRisks(t *testing.T) {
 			continue
 		}
 		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		v := versions[0].(map[string]any)
-		field, found, err := unstructured.NestedMap(v, "schema", "openAPIV3Schema", "properties", "spec", "properties", "desiredUpdate", "properties", "acceptRisks")
-		if err != nil || !found {
-			t.Fatalf("no acceptRisks: %v", err)
-		}
-		if field["maxItems"] != int64(1000) && field["maxItems"] != float64(1000) {
-			t.Errorf("acceptRisks maxItems = %v, want 1000", field["maxItems"])
+		schema := versions[0].(map[string]any)["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
+		for _, tc := range []struct {
+			path     []string
+			maxItems float64
+		}{
+			{[]string{"spec", "desiredUpdate", "acceptRisks"}, 1000},
+			{[]string{"status", "conditionalUpdateRisks"}, 500},
+			{[]string{"status", "conditionalUpdateRisks", "[]", "conditions"}, 8},
+			{[]string{"status", "conditionalUpdates", "[]", "riskNames"}, 500},
+			{[]string{"status", "conditionalUpdates", "[]", "risks", "[]", "conditions"}, 8},
+			{[]string{"status", "conditionalUpdates"}, 500},
+			{[]string{"status", "conditionalUpdates", "[]", "risks"}, 200},
+		} {
+			field := schema
+			for _, p := range tc.path {
+				if p == "[]" {
+					field, _ = field["items"].(map[string]any)
+					continue
+				}
+				props, _ := field["properties"].(map[string]any)
+				field, _ = props[p].(map[string]any)
+			}
+			if field == nil {
+				t.Errorf("no %s", strings.Join(tc.path, "."))
+				continue
+			}
+			if got := fmt.Sprint(field["maxItems"]); got != fmt.Sprint(tc.maxItems) && got != fmt.Sprint(int64(tc.maxItems)) {
+				t.Errorf("%s maxItems = %v, want %v", strings.Join(tc.path, "."), field["maxItems"], tc.maxItems)
+			}
 		}
 		return
 	}

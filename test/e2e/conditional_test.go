@@ -64,6 +64,28 @@ func newInstalledOperator(t *testing.T, base string, versions ...string) (*testO
 	return op, name
 }
 
+// riskStatusOf reads the ClusterVersion name as the apiserver holds it:
+// status.conditionalUpdateRisks' Applies conditions, and each conditional
+// update's riskNames by version.
+func riskStatusOf(t *testing.T, name string) (clusterversion.RiskApplies, map[string][]string) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(testCluster.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := dyn.Resource(clusterVersionsGVR).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string][]string{}
+	updates, _, _ := unstructured.NestedSlice(u.Object, "status", "conditionalUpdates")
+	for _, raw := range updates {
+		version, _, _ := unstructured.NestedString(raw.(map[string]any), "release", "version")
+		names[version], _, _ = unstructured.NestedStringSlice(raw.(map[string]any), "riskNames")
+	}
+	return clusterversion.RiskAppliesOf(u.Object), names
+}
+
 func recommendedOf(cv *configv1.ClusterVersion, version string) *metav1.Condition {
 	for _, u := range cv.Status.ConditionalUpdates {
 		if u.Release.Version != version {
@@ -100,6 +122,10 @@ func TestConditionalUpdateRisksRefuseUntilAccepted(t *testing.T) {
 	}
 	if len(cv.Status.AvailableUpdates) != 1 || cv.Status.AvailableUpdates[0].Version != "1.0.1" {
 		t.Errorf("availableUpdates = %+v, want 1.0.1 only", cv.Status.AvailableUpdates)
+	}
+	if applies, names := riskStatusOf(t, name); applies["BadDisk"].Status != metav1.ConditionTrue || applies["BadDisk"].Reason != "Match" ||
+		len(applies) != 1 || strings.Join(names["1.1.0"], ",") != "BadDisk" {
+		t.Errorf("conditionalUpdateRisks %+v, riskNames %v: want BadDisk Applies=True Match", applies, names)
 	}
 
 	t.Log("an update to 1.1.0 without acceptance is refused, naming the risk")
@@ -203,5 +229,14 @@ func TestConditionalUpdatesOfEveryShapeAreWritten(t *testing.T) {
 	if rec := recommendedOf(cv, "1.2.0"); rec == nil || rec.Status != metav1.ConditionFalse || rec.Reason != precondition.ReasonMultipleReasons ||
 		!strings.Contains(rec.Message, `unknown type "PromQL"`) {
 		t.Errorf("1.2.0: %+v, want False MultipleReasons with the PromQL rule unevaluated", rec)
+	}
+	applies, names := riskStatusOf(t, name)
+	for risk, want := range map[string]metav1.ConditionStatus{"Also": metav1.ConditionTrue, "Metric": metav1.ConditionUnknown, "not a reason!": metav1.ConditionTrue} {
+		if c, ok := applies[risk]; !ok || c.Status != want {
+			t.Errorf("conditionalUpdateRisks[%s] Applies %+v, want %s", risk, c, want)
+		}
+	}
+	if len(applies) != 3 || strings.Join(names["1.2.0"], ",") != "Also,Metric" || strings.Join(names["1.1.0"], ",") != "not a reason!" {
+		t.Errorf("conditionalUpdateRisks %v, riskNames %v: want the three risks, each update naming its own, sorted", applies, names)
 	}
 }
