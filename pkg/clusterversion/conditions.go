@@ -59,3 +59,9 @@ func FindCondition(conds []configv1.ClusterOperatorStatusCondition, t configv1.C
 	}
 	return nil
 }
+
+// progressing is whether conds say an install or update is under way.
+func progressing(conds []configv1.ClusterOperatorStatusCondition) bool {
+	c := FindCondition(conds, configv1.OperatorProgressing)
+	return c != nil && c.Status == configv1.ConditionTrue
+}

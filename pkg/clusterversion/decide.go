@@ -48,7 +48,9 @@ type Decision struct {
 func Decide(obs Observed, now metav1.Time) Decision {
 	var d Decision
 	if obs.CV != nil && obs.Upgradeable != nil {
-		d.Upgradeable = Upgradeable(*obs.Upgradeable, obs.Deletes, obs.CV.Spec.Overrides)
+		pass := obs.Deletes
+		pass.Updating = progressing(obs.CV.Status.Conditions)
+		d.Upgradeable = Upgradeable(*obs.Upgradeable, pass, obs.CV.Spec.Overrides)
 	}
 	if obs.Target == nil {
 		return d

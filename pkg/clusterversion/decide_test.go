@@ -30,6 +30,14 @@ func running(version string, written configv1.ConditionStatus) *configv1.Cluster
 	}
 }
 
+// progressingCV is running whose ClusterVersion says an update is under way.
+func progressingCV(version string) *configv1.ClusterVersion {
+	cv := running(version, configv1.ConditionTrue)
+	cv.Status.Conditions = append(cv.Status.Conditions, configv1.ClusterOperatorStatusCondition{Type: configv1.OperatorProgressing,
+		Status: configv1.ConditionTrue, Message: "Working towards " + version, LastTransitionTime: t0})
+	return cv
+}
+
 func notUpgradeable(name string) configv1.ClusterOperator {
 	return configv1.ClusterOperator{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: configv1.ClusterOperatorStatus{
 		Conditions: []configv1.ClusterOperatorStatusCondition{{Type: configv1.OperatorUpgradeable, Status: configv1.ConditionFalse, Reason: "Busy", Message: "rebooting"}}}}
@@ -93,6 +101,19 @@ func TestDecide(t *testing.T) {
 			obs: Observed{CV: running("1.0.0", configv1.ConditionTrue),
 				Target: &TargetObservation{Version: "1.1.0", Release: &payload.Release{Version: "1.1.0"}, CarriedErr: errors.New("garbled")}},
 			checked: true, blocking: true, message: "garbled"},
+		// The CVO's pkg/risk/updating Test_New at 6e719331: no risk without
+		// Progressing=True, ClusterVersionUpdating with it, for minor and
+		// major targets only.
+		{name: "an update under way holds a minor retarget",
+			obs:         Observed{CV: progressingCV("1.0.0"), Upgradeable: &calm, Target: target("1.1.0")},
+			upgradeable: configv1.ConditionFalse, reason: ReasonUpdating, checked: true, blocking: true,
+			message: "An update is already in progress and the details are in the Progressing condition."},
+		{name: "an update under way lets a patch retarget go ahead",
+			obs:         Observed{CV: progressingCV("1.0.0"), Upgradeable: &calm, Target: target("1.0.1")},
+			upgradeable: configv1.ConditionFalse, reason: ReasonUpdating, checked: true},
+		{name: "an update under way beside a ClusterOperator: both named",
+			obs:         Observed{CV: progressingCV("1.0.0"), Upgradeable: &busy, Target: target("2.0.0")},
+			upgradeable: configv1.ConditionFalse, reason: ReasonMultipleReasons, checked: true, blocking: true, message: "* An update is already in progress"},
 		{name: "already the target: not judged again",
 			obs:     Observed{CV: running("1.0.0", configv1.ConditionFalse), Target: target("1.0.0")},
 			checked: false},
@@ -176,6 +197,12 @@ func TestStatus(t *testing.T) {
 				ConditionFailing:             "True/ResourceApplyFailed/forbidden",
 				configv1.OperatorProgressing: "True/ResourceApplyFailed/Unable to apply 1.0.1: an unknown error has occurred: ResourceApplyFailed",
 				configv1.OperatorUpgradeable: "True/AsWritten"}},
+		{name: "an update still under way holds minor updates",
+			obs:  Observed{CV: updating(), Upgradeable: &UpgradeableObservation{}},
+			pass: &Pass{Mode: graph.ModeUpdate, Done: 2, Total: 3},
+			want: map[configv1.ClusterStatusConditionType]string{
+				configv1.OperatorProgressing: "True/",
+				configv1.OperatorUpgradeable: "False/" + ReasonUpdating + "/An update is already in progress"}},
 		{name: "Upgradeable is decided from what was observed after the pass",
 			obs:  Observed{CV: updating(), Upgradeable: &UpgradeableObservation{Operators: []configv1.ClusterOperator{notUpgradeable("etcd")}}},
 			pass: complete, completed: true,

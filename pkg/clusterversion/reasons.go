@@ -35,8 +35,11 @@ const (
 // precondition.ReasonClusterVersionOverridesSet, which the update checks
 // share.
 const (
-	ReasonDeletionInProgress   = "ResourceDeletionInProgress"
-	ReasonOperatorsNotUpgrade  = "ClusterOperatorsNotUpgradeable"
+	ReasonDeletionInProgress  = "ResourceDeletionInProgress"
+	ReasonOperatorsNotUpgrade = "ClusterOperatorsNotUpgradeable"
+	// ReasonUpdating: an install or update is under way (Progressing is
+	// True), as the CVO names it since 2026.
+	ReasonUpdating             = "ClusterVersionUpdating"
 	ReasonMultipleReasons      = "MultipleReasons"
 	ReasonAsExpected           = "AsExpected"
 	maxNamedObjectsInCondition = 10

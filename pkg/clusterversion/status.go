@@ -30,13 +30,15 @@ func Status(obs Observed, rel *payload.Release, pass *Pass, now metav1.Time) (co
 		completing = len(status.History) > 0 && status.History[0].State != configv1.CompletedUpdate
 		status.History = CompleteHistory(status.History, now)
 	}
-	deletes := UpgradeablePass{Deletes: pass.Deletes, Cleanups: pass.Cleanups, LedgerErr: obs.Deletes.LedgerErr, CleanupErr: pass.CleanupErr}
-	if obs.Upgradeable != nil {
-		status.Conditions = SetCondition(status.Conditions, Upgradeable(*obs.Upgradeable, deletes, obs.CV.Spec.Overrides), now)
-	}
 	Progress(&status, pass, obs.Patience, now)
 	if obs.Invalid {
 		ProgressingWhileInvalid(&status, now)
+	}
+	// After Progressing, which says whether an update still runs.
+	deletes := UpgradeablePass{Updating: progressing(status.Conditions), Deletes: pass.Deletes, Cleanups: pass.Cleanups,
+		LedgerErr: obs.Deletes.LedgerErr, CleanupErr: pass.CleanupErr}
+	if obs.Upgradeable != nil {
+		status.Conditions = SetCondition(status.Conditions, Upgradeable(*obs.Upgradeable, deletes, obs.CV.Spec.Overrides), now)
 	}
 	if pass.CleanupErr != nil {
 		status.Conditions = SetCondition(status.Conditions, CleanupStateUnreadable(pass.CleanupErr), now)

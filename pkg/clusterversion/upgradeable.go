@@ -34,9 +34,13 @@ type UpgradeableObservation struct {
 	CRDRemovals []crdcompat.PendingRemoval
 }
 
-// UpgradeablePass is what the pass itself knows for Upgradeable: its
-// deletes and operand cleanups, and whether their state could be read.
+// UpgradeablePass is what the pass itself knows for Upgradeable: whether
+// an update runs, its deletes and operand cleanups, and whether their
+// state could be read.
 type UpgradeablePass struct {
+	// Updating is set while an install or update is under way: the
+	// ClusterVersion is Progressing.
+	Updating   bool
 	Deletes    deletion.Summary
 	Cleanups   []cleanup.Record
 	LedgerErr  error
@@ -46,7 +50,14 @@ type UpgradeablePass struct {
 // Upgradeable is the condition for what obs saw and pass knows,
 // under overrides; it reads nothing.
 func Upgradeable(obs UpgradeableObservation, pass UpgradeablePass, overrides []configv1.ComponentOverride) configv1.ClusterOperatorStatusCondition {
-	blockers := upgradeableBlockers(pass.Deletes, pass.Cleanups, obs.Operators, overrides)
+	var blockers []blocker
+	if pass.Updating {
+		// As the CVO's ClusterVersionUpdating risk: one update at a time
+		// across minor versions.
+		blockers = append(blockers, blocker{Reason: ReasonUpdating,
+			Message: "An update is already in progress and the details are in the Progressing condition."})
+	}
+	blockers = append(blockers, upgradeableBlockers(pass.Deletes, pass.Cleanups, obs.Operators, overrides)...)
 	blockers = append(blockers, crdRemovalBlocker(obs.CRDRemovals)...)
 	for _, b := range precondition.JudgeAdminAcks(obs.AdminAckVersion, obs.AdminGates, obs.AdminAcks).Blockers {
 		blockers = append(blockers, blocker{Reason: b.Reason, Message: b.Message})
