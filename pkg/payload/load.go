@@ -65,8 +65,17 @@ func isDir(p string) bool {
 //
 // Templates in manifests/ are not rendered: the CVO renders its own
 // manifests with the release image, which is unknown here, so a file there
-// that does not parse as YAML is a parse-error finding.
+// that does not parse as YAML is a parse-error finding. LoadAndRender
+// renders them.
 func LoadAll(dir string) (*Release, []Finding, error) {
+	return loadAll(dir, nil)
+}
+
+// loadAll is LoadAll, with the templates of manifests/ rendered with
+// render when it is set, its Images filled from the release's
+// image-references; a template that does not render is a parse-error
+// finding naming its file.
+func loadAll(dir string, render *RenderConfig) (*Release, []Finding, error) {
 	l, err := detectLayout(dir)
 	if err != nil {
 		return nil, nil, err
@@ -105,7 +114,10 @@ func LoadAll(dir string) (*Release, []Finding, error) {
 			files = append(files, path.Join(d, e.Name()))
 		}
 	}
-	results, err := parseFiles(root, files)
+	if render != nil {
+		render.Images = r.Images
+	}
+	results, err := parseFiles(root, files, render)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -143,7 +155,7 @@ type fileResult struct {
 
 // parseFiles reads and parses files with a bounded pool of workers, one
 // result per file by index so that payload order is kept without locks.
-func parseFiles(root *os.Root, files []string) ([]fileResult, error) {
+func parseFiles(root *os.Root, files []string, render *RenderConfig) ([]fileResult, error) {
 	results := make([]fileResult, len(files))
 	readErrs := make([]error, len(files))
 	workers := runtime.GOMAXPROCS(0)
@@ -161,6 +173,12 @@ func parseFiles(root *os.Root, files []string) ([]fileResult, error) {
 				if err != nil {
 					readErrs[i] = err
 					continue
+				}
+				if render != nil && path.Dir(files[i]) == CVOManifestDir {
+					if data, err = render.render(data); err != nil {
+						results[i] = fileResult{findings: []Finding{renderFinding(files[i], err)}}
+						continue
+					}
 				}
 				ms, fs := parseFileCached(files[i], data)
 				results[i] = fileResult{manifests: ms, findings: fs}
@@ -183,7 +201,17 @@ func parseFiles(root *os.Root, files []string) ([]fileResult, error) {
 // *ValidationError holding every finding, and no release is returned.
 // Warnings stay on the release's Warnings.
 func Load(dir string, opts LoadOptions) (*Release, error) {
-	all, loadFindings, err := LoadAll(dir)
+	return load(dir, opts, nil)
+}
+
+// LoadAndRender is Load with the templates of manifests/ rendered with c,
+// as the CVO renders its own manifests.
+func LoadAndRender(dir string, opts LoadOptions, c RenderConfig) (*Release, error) {
+	return load(dir, opts, &c)
+}
+
+func load(dir string, opts LoadOptions, render *RenderConfig) (*Release, error) {
+	all, loadFindings, err := loadAll(dir, render)
 	if err != nil {
 		return nil, err
 	}
