@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 // exitError carries a process exit code out of a command.
@@ -43,6 +45,7 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	addVerbosityFlag(root)
 	root.AddCommand(
 		newLintCommand(),
 		newPlanCommand(),
@@ -55,6 +58,16 @@ func newRootCommand() *cobra.Command {
 		newVersionCommand(),
 	)
 	return root
+}
+
+// addVerbosityFlag adds klog's --v, as the CVO takes it (--v=2), to every
+// command: the log's verbosity, 0 by default.
+func addVerbosityFlag(root *cobra.Command) {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	v := fs.Lookup("v")
+	v.Usage = "log verbosity: 2 logs each sync's steps, as the CVO's deployment runs it; higher is for debugging"
+	root.PersistentFlags().AddGoFlag(v)
 }
 
 // newRoot builds the command tree; tests replace it.
