@@ -282,7 +282,7 @@ func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource,
 		// The puller reads a current release installed from an image; a
 		// directory applies without one when there is no release cache.
 		p, _ := o.registry.puller()
-		return &applySource{releases: applyReleases{LoadedRelease: operator.LoadedRelease{Release: rel}, store: &operator.DirStore{Root: o.payloads}},
+		return &applySource{releases: releaseBeside{LoadedRelease: operator.LoadedRelease{Release: rel}, store: &operator.DirStore{Root: o.payloads}},
 			puller: p, what: rel.Version,
 			request: func(ctx context.Context, op *operator.Operator, force bool) error {
 				return op.RequestRelease(ctx, rel.Version, force)
@@ -310,15 +310,16 @@ func (o *applyOptions) source(ctx context.Context, log io.Writer) (*applySource,
 		}}, nil
 }
 
-// applyReleases is the release apply was given, and the --payloads store
-// for the others the operator reads: the cluster's current one.
-type applyReleases struct {
+// releaseBeside is one release at hand (the one apply was given, or the
+// one start ships in), and the --payloads store for the others the
+// operator reads.
+type releaseBeside struct {
 	operator.LoadedRelease
 	store *operator.DirStore
 }
 
 // Load implements operator.ReleaseSource.
-func (s applyReleases) Load(version string, opts payload.LoadOptions) (*payload.Release, error) {
+func (s releaseBeside) Load(version string, opts payload.LoadOptions) (*payload.Release, error) {
 	if version == s.Release.Version {
 		return s.Release, nil
 	}

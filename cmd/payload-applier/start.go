@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -20,10 +21,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/payload-applier/payload-applier/pkg/apply"
 	"github.com/payload-applier/payload-applier/pkg/operator"
 	"github.com/payload-applier/payload-applier/pkg/payload"
+	"github.com/payload-applier/payload-applier/pkg/releaseimage"
 )
 
 type startOptions struct {
@@ -45,6 +48,9 @@ type startOptions struct {
 	liveWindow    time.Duration
 	tlsCert       string
 	tlsKey        string
+	releaseImage  string
+	autoUpdate    bool
+	nodeName      string
 	inclusion     inclusionFlags
 	prometheus    prometheusFlags
 	rate          budgetFlags
@@ -84,6 +90,15 @@ FeatureGate, the Default feature set and its gates apply.
 Conditional updates' PromQL risks are queried at --prometheus-url, each
 query at most once an hour and at most one query a second.
 
+It takes the CVO's command line as its Deployment runs it: with
+--release-image, the release it ships in is read from $PAYLOAD_OVERRIDE
+(default /; release-manifests/, and its own manifests/ rendered with the
+image and the profile), and a ClusterVersion that neither requests nor
+runs a release installs it; --serving-cert-file and --serving-key-file
+name the serving certificate, --node-name (default $NODE_NAME) starts the
+leader election identity, --v sets the log's verbosity, and
+--enable-auto-update=false is accepted.
+
 Requests to the apiserver are limited as the CVO limits its own: 40 per
 second (burst 80) while installing, 20 per second (burst 40) otherwise,
 for the applies and deletes, and the operator's own reads and writes at
@@ -105,6 +120,12 @@ the latter rate in a bucket of their own; --kube-api-qps 0 and
 	cmd.Flags().DurationVar(&o.graphWait, "update-graph-timeout", time.Minute, "give up one read of the update graph (every try and the waits between them) after this long; reads run beside the syncs, which never wait for them")
 	cmd.Flags().StringVar(&o.tlsCert, "tls-cert-file", "", "serving certificate for --listen off loopback; default a self-signed one")
 	cmd.Flags().StringVar(&o.tlsKey, "tls-private-key-file", "", "key of --tls-cert-file")
+	// The CVO's command line, as its Deployment runs it.
+	cmd.Flags().StringVar(&o.releaseImage, "release-image", "", "the release image this operator ships in, with the release at $PAYLOAD_OVERRIDE (default /) in release-manifests/ and its own manifests/ rendered for it: a ClusterVersion with neither spec.desiredUpdate nor status.desired installs it")
+	cmd.Flags().BoolVar(&o.autoUpdate, "enable-auto-update", false, "the CVO's auto-update controller; only false is supported: updates are requested in spec.desiredUpdate")
+	cmd.Flags().StringVar(&o.tlsCert, "serving-cert-file", "", "the CVO's name for --tls-cert-file")
+	cmd.Flags().StringVar(&o.tlsKey, "serving-key-file", "", "the CVO's name for --tls-private-key-file")
+	cmd.Flags().StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this instance runs on (default $NODE_NAME): leader election identities start with it, as the CVO's do")
 	cmd.Flags().DurationVar(&o.liveWindow, "liveness-window", 30*time.Minute, "/healthz fails when the leading instance has ended no pass for this long")
 	addStrictOrder(cmd, &o.strictOrder)
 	cmd.Flags().DurationVar(&o.stuckAfter, "delete-stuck-after", apply.DefaultStuckAfter, "report a delete still in progress after this long as stuck (Upgradeable=False, ResourceDeletionFailed)")
@@ -161,6 +182,13 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 	if err != nil {
 		return withExitCode(exitUsage, err)
 	}
+	if o.autoUpdate {
+		return withExitCode(exitUsage, errors.New("--enable-auto-update=true is not supported: request updates in spec.desiredUpdate (oc adm upgrade)"))
+	}
+	releases, running, err := o.releases(loadOpts)
+	if err != nil {
+		return withExitCode(exitUsage, err)
+	}
 	cfg, err := o.cluster.restConfig()
 	if err != nil {
 		return withExitCode(exitUsage, err)
@@ -176,7 +204,9 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		return withExitCode(exitUsage, err)
 	}
 	op, err := operator.NewForConfig(cfg, operator.Config{
-		Releases:        &operator.DirStore{Root: o.payloads},
+		Releases:        releases,
+		RunningRelease:  running,
+		NodeName:        o.nodeName,
 		Puller:          puller,
 		ReleasePlatform: o.registry.platform,
 		Namespace:       o.cluster.namespace,
@@ -219,6 +249,28 @@ func (o *startOptions) run(cmd *cobra.Command) error {
 		return nil
 	}
 	return err
+}
+
+// releases is the release store of --payloads and, with --release-image,
+// the release this operator ships in, read from $PAYLOAD_OVERRIDE (default
+// /) with its manifests/ rendered for that image, and its version. The
+// release the running image holds is trusted as its binary is: it is not
+// verified, as the CVO does not verify its own.
+func (o *startOptions) releases(opts *payload.LoadOptions) (operator.ReleaseSource, string, error) {
+	store := &operator.DirStore{Root: o.payloads}
+	if o.releaseImage == "" {
+		return store, "", nil
+	}
+	if _, err := releaseimage.ParseRef(o.releaseImage); err != nil {
+		return nil, "", fmt.Errorf("--release-image: %w", err)
+	}
+	dir := cmp.Or(os.Getenv("PAYLOAD_OVERRIDE"), "/")
+	rel, err := payload.LoadAndRender(dir, *opts, payload.RenderConfig{ReleaseImage: o.releaseImage, ClusterProfile: cmp.Or(ptr.Deref(opts.Profile, ""), payload.DefaultClusterProfile)})
+	if err != nil {
+		return nil, "", fmt.Errorf("--release-image %s: the release it ships in, at $PAYLOAD_OVERRIDE (%s): %w", o.releaseImage, dir, err)
+	}
+	klog.InfoS("Running from a release", "image", o.releaseImage, "version", rel.Version, "dir", dir)
+	return releaseBeside{LoadedRelease: operator.LoadedRelease{Release: rel, Image: o.releaseImage}, store: store}, rel.Version, nil
 }
 
 // secureServing is what --listen off loopback needs: a certificate, and

@@ -118,8 +118,11 @@ func ensureCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Uns
 
 // hostIdentity names this process for leader election: the host name plus
 // a random suffix, so that two processes on one host never share a lease.
-func hostIdentity() string {
+func hostIdentity(node string) string {
 	h, err := os.Hostname()
+	if node != "" {
+		h, err = node, nil
+	}
 	if err != nil || h == "" {
 		h = "payload-applier"
 	}

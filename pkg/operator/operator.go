@@ -58,6 +58,12 @@ type Config struct {
 
 	// Releases finds payloads by version. Required.
 	Releases ReleaseSource
+	// RunningRelease is the version of the release this operator ships in
+	// (start --release-image), which Releases holds: a ClusterVersion with
+	// neither spec.desiredUpdate nor status.desired installs it, as the
+	// CVO installs its own release. Default: none, and such a
+	// ClusterVersion is Failing, NoDesiredUpdate.
+	RunningRelease string
 	// Puller, when set, reads the releases named by image:
 	// spec.desiredUpdate.image, or the update graph's payload of a version
 	// Releases does not hold. nil: a request by image is refused.
@@ -101,8 +107,12 @@ type Config struct {
 	// Clock defaults to the real clock.
 	Clock clock.Clock
 	// Identity names this instance in leader election and Events; it must
-	// differ between instances. Default: the host name and a random suffix.
+	// differ between instances. Default: NodeName, else the host name, and
+	// a random suffix.
 	Identity string
+	// NodeName is the node this instance runs on ($NODE_NAME in the CVO's
+	// Deployment).
+	NodeName string
 
 	// OperandCleanupStallAfter is how long an operand cleanup may make no
 	// progress, or wait to start, before it reads as stalled or blocked;
@@ -160,7 +170,7 @@ func (cfg *Config) setDefaults() {
 		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Identity == "" {
-		cfg.Identity = hostIdentity()
+		cfg.Identity = hostIdentity(cfg.NodeName)
 	}
 	if cfg.UpdateGraphRefresh == 0 {
 		cfg.UpdateGraphRefresh = defaultGraphRefresh

@@ -90,6 +90,11 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
 	o.reader.pinReleases(ctx, cv)
 	setCapabilities(ctx, cv, now, o.metrics)
+	if out.Target == "" && requestedImage(cv) == "" && o.cfg.RunningRelease != "" {
+		// Nothing requested and nothing installed: the release this
+		// operator ships in, as the CVO installs its own.
+		out.Target = o.cfg.RunningRelease
+	}
 	if out.Target == "" && requestedImage(cv) == "" {
 		status.Conditions = clusterversion.SetCondition(status.Conditions, configv1.ClusterOperatorStatusCondition{
 			Type: clusterversion.ConditionFailing, Status: configv1.ConditionTrue, Reason: clusterversion.ReasonNoDesiredUpdate,
@@ -139,6 +144,8 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	// What the pass changed changed when it ended, not when it began.
 	o.finishPass(ctx, cv, obs, rel, res, out, metav1.NewTime(o.clock.Now()))
 	o.metrics.observeSync(o.clock.Since(start), res)
+	klog.FromContext(ctx).V(2).Info("Pass ended", "version", rel.Version, "mode", res.Mode, "done", res.Done, "total", res.Total,
+		"complete", res.Complete(), "duration", o.clock.Since(start))
 	return out, o.writer.writeStatus(ctx, original, cv)
 }
 
