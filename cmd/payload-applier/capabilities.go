@@ -83,8 +83,8 @@ func capNames(caps []configv1.ClusterVersionCapability) []string {
 
 // offlineCapabilities narrows rel to the flags' capabilities, the default
 // set without them.
-func (f *capabilityFlags) offlineCapabilities(rel *payload.Release) (*payload.Release, planCapabilities) {
-	caps, _ := payload.ResolveCapabilities(f.spec(), nil) // validated
+func (f *capabilityFlags) offlineCapabilities(rel *payload.Release, always []configv1.ClusterVersionCapability) (*payload.Release, planCapabilities) {
+	caps, _ := payload.ResolveCapabilities(f.spec(), always) // validated
 	return rel.WithCapabilities(caps.Status()), newPlanCapabilities(caps, nil, f.source()+" (offline)")
 }
 
@@ -122,7 +122,7 @@ func (f *capabilityFlags) liveCapabilities(ctx context.Context, cc configclient.
 		where = f.source() + " in place of the ClusterVersion's spec, and its status"
 	}
 	// An unknown name is left out, as the operator leaves it out.
-	caps, _ := clusterversion.Capabilities(cv)
+	caps, _ := clusterversion.Capabilities(cv, base.AlwaysEnabled...)
 	narrowed := rel.WithCapabilities(caps.Status())
 	running := cv.Status.Desired.Version
 	switch {

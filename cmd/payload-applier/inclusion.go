@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	configv1 "github.com/openshift/api/config/v1"
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
@@ -21,6 +22,7 @@ import (
 // gates come from the cluster's FeatureGate on top of these.
 type inclusionFlags struct {
 	profile, exclude string
+	alwaysEnable     []string
 }
 
 func (f *inclusionFlags) add(cmd *cobra.Command) {
@@ -28,6 +30,8 @@ func (f *inclusionFlags) add(cmd *cobra.Command) {
 		"cluster profile to include manifests for (default $CLUSTER_PROFILE, else "+payload.DefaultClusterProfile+"): "+strings.Join(payload.KnownProfiles, ", "))
 	cmd.Flags().StringVar(&f.exclude, "exclude-manifests", os.Getenv("EXCLUDE_MANIFESTS"),
 		"leave out manifests annotated exclude.release.openshift.io/<this>: \"true\" (default $EXCLUDE_MANIFESTS)")
+	cmd.Flags().StringSliceVar(&f.alwaysEnable, "always-enable-capabilities", nil,
+		"capabilities enabled whatever the ClusterVersion asks, as the CVO's flag (its Deployment passes Ingress); comma-separated")
 }
 
 // loadOptions are the base filters of every command; the operator and a
@@ -38,6 +42,12 @@ func (f *inclusionFlags) loadOptions(ctx context.Context) (*payload.LoadOptions,
 		return nil, fmt.Errorf("unknown --profile (or CLUSTER_PROFILE) %q; known profiles are %s", f.profile, strings.Join(payload.KnownProfiles, ", "))
 	}
 	opts := payload.ProfileLoadOptions(f.profile)
+	for _, c := range f.alwaysEnable {
+		if !slices.Contains(configv1.KnownClusterVersionCapabilities, configv1.ClusterVersionCapability(c)) {
+			return nil, fmt.Errorf("--always-enable-capabilities: unknown capability %q; known capabilities are %s", c, strings.Join(capNames(configv1.KnownClusterVersionCapabilities), ", "))
+		}
+		opts.AlwaysEnabled = append(opts.AlwaysEnabled, configv1.ClusterVersionCapability(c))
+	}
 	if f.exclude != "" {
 		exclude := f.exclude
 		opts.ExcludeIdentifier = &exclude

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -41,6 +42,9 @@ func TestInclusionFlagsTakeTheCVOEnvironmentAsDefaults(t *testing.T) {
 	if _, err := parse("--profile", "no-such-profile"); err == nil {
 		t.Fatal("an unknown profile is refused")
 	}
+	if _, err := parse("--always-enable-capabilities", "Ingress,NoSuchCapability"); err == nil || !strings.Contains(err.Error(), `unknown capability "NoSuchCapability"`) {
+		t.Fatalf("an unknown capability: %v, want it refused by name", err)
+	}
 }
 
 // apply, plan and start must include the same manifests for the same
@@ -51,7 +55,10 @@ func TestApplyPlanAndStartReadTheSameInclusion(t *testing.T) {
 		env                      map[string]string
 		args                     []string
 		wantProfile, wantExclude string
+		wantAlways               []string
 	}{
+		"the CVO's --always-enable-capabilities": {args: []string{"--always-enable-capabilities=Ingress,Console"},
+			wantProfile: "self-managed-high-availability", wantAlways: []string{"Ingress", "Console"}},
 		"defaults":            {wantProfile: "self-managed-high-availability"},
 		"the CVO environment": {env: map[string]string{"CLUSTER_PROFILE": "single-node-developer", "EXCLUDE_MANIFESTS": "x"}, wantProfile: "single-node-developer", wantExclude: "x"},
 		"flags win": {env: map[string]string{"CLUSTER_PROFILE": "single-node-developer", "EXCLUDE_MANIFESTS": "x"},
@@ -71,7 +78,7 @@ func TestApplyPlanAndStartReadTheSameInclusion(t *testing.T) {
 				"plan":  {plan.command(), &plan.inclusion},
 				"start": {start.command(), &start.inclusion},
 			}
-			want, err := (&inclusionFlags{profile: c.wantProfile, exclude: c.wantExclude}).loadOptions(context.Background())
+			want, err := (&inclusionFlags{profile: c.wantProfile, exclude: c.wantExclude, alwaysEnable: c.wantAlways}).loadOptions(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

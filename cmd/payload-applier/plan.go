@@ -210,7 +210,7 @@ func (o *planOptions) run(cmd *cobra.Command) error {
 	var caps planCapabilities
 	acceptance := planAcceptance{Message: "not checked offline"}
 	if cfg == nil {
-		rel, caps = o.caps.offlineCapabilities(rel)
+		rel, caps = o.caps.offlineCapabilities(rel, loadOpts.AlwaysEnabled)
 		plan = apply.PlanOffline(rel, opts)
 	} else {
 		ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)

@@ -96,8 +96,9 @@ It takes the CVO's command line as its Deployment runs it: with
 image and the profile), and a ClusterVersion that neither requests nor
 runs a release installs it; --serving-cert-file and --serving-key-file
 name the serving certificate, --node-name (default $NODE_NAME) starts the
-leader election identity, --v sets the log's verbosity, and
---enable-auto-update=false is accepted.
+leader election identity, --always-enable-capabilities names capabilities
+enabled whatever the ClusterVersion asks, --v sets the log's verbosity,
+and --enable-auto-update=false is accepted.
 
 Requests to the apiserver are limited as the CVO limits its own: 40 per
 second (burst 80) while installing, 20 per second (burst 40) otherwise,

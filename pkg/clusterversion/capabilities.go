@@ -9,10 +9,15 @@ import (
 )
 
 // Capabilities resolves cv's capabilities as the CVO does: its spec on top
-// of what its status already enabled, which never shrinks. An error names
-// an unknown baseline set or capability, which the result leaves out.
-func Capabilities(cv *configv1.ClusterVersion) (payload.Capabilities, error) {
-	return payload.ResolveCapabilities(cv.Spec.Capabilities, cv.Status.Capabilities.EnabledCapabilities)
+// of what its status already enabled, which never shrinks, and always (the
+// CVO's --always-enable-capabilities). An error names an unknown baseline
+// set or capability, which the result leaves out.
+func Capabilities(cv *configv1.ClusterVersion, always ...configv1.ClusterVersionCapability) (payload.Capabilities, error) {
+	prior := cv.Status.Capabilities.EnabledCapabilities
+	if len(always) > 0 {
+		prior = append(slices.Clone(prior), always...)
+	}
+	return payload.ResolveCapabilities(cv.Spec.Capabilities, prior)
 }
 
 // ImplicitlyEnabledCondition is the CVO's condition for implicit, the

@@ -17,8 +17,8 @@ import (
 // the ImplicitlyEnabledCapabilities condition and the capability metric.
 // Every pass does, so that a capability once enabled stays enabled and its
 // manifests applied whatever the spec says later.
-func setCapabilities(ctx context.Context, cv *configv1.ClusterVersion, now metav1.Time, metrics *Metrics) {
-	caps, err := clusterversion.Capabilities(cv)
+func setCapabilities(ctx context.Context, cv *configv1.ClusterVersion, always []configv1.ClusterVersionCapability, now metav1.Time, metrics *Metrics) {
+	caps, err := clusterversion.Capabilities(cv, always...)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Ignoring what the ClusterVersion's capabilities name that is unknown")
 	}
@@ -59,6 +59,6 @@ func (o *Operator) enableImplicitCapabilities(ctx context.Context, cv *configv1.
 	klog.FromContext(ctx).Info("Enabling capabilities implicitly: the update moves objects the cluster runs behind them",
 		"capabilities", implicit, "target", target.Version)
 	cv.Status.Capabilities.EnabledCapabilities = append(cv.Status.Capabilities.EnabledCapabilities, implicit...)
-	setCapabilities(ctx, cv, now, o.metrics)
+	setCapabilities(ctx, cv, o.cfg.LoadOptions.AlwaysEnabled, now, o.metrics)
 	return target.Filter(o.reader.loadOptionsFor(cv, target.Version)), nil
 }

@@ -447,7 +447,7 @@ func (r *releaseReader) loadOptionsFor(cv *configv1.ClusterVersion, release stri
 func LoadOptionsFor(base payload.LoadOptions, fg *configv1.FeatureGate, cv *configv1.ClusterVersion, release string) payload.LoadOptions {
 	opts := FeatureGateLoadOptions(base, fg, FeatureGateVersion(cv, release))
 	opts.Overrides = cv.Spec.Overrides
-	caps, _ := clusterversion.Capabilities(cv)
+	caps, _ := clusterversion.Capabilities(cv, base.AlwaysEnabled...)
 	opts.Capabilities = caps.Status()
 	return opts
 }

@@ -89,7 +89,7 @@ func (o *Operator) Sync(ctx context.Context, events chan<- apply.Event) (*Outcom
 	invalid := clusterversion.CheckSpec(cv, now)
 	out := &Outcome{Target: targetVersion(cv), Invalid: invalid}
 	o.reader.pinReleases(ctx, cv)
-	setCapabilities(ctx, cv, now, o.metrics)
+	setCapabilities(ctx, cv, o.cfg.LoadOptions.AlwaysEnabled, now, o.metrics)
 	if out.Target == "" && requestedImage(cv) == "" && o.cfg.RunningRelease != "" {
 		// Nothing requested and nothing installed: the release this
 		// operator ships in, as the CVO installs its own.

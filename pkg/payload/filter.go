@@ -81,6 +81,11 @@ type LoadOptions struct {
 	// Overrides drops the objects that a ClusterVersion marks unmanaged.
 	// Default: none.
 	Overrides []configv1.ComponentOverride
+	// AlwaysEnabled are capabilities enabled whatever the ClusterVersion
+	// asks, as the CVO's --always-enable-capabilities: an input of the
+	// Capabilities above where a ClusterVersion's are resolved, no filter
+	// of its own. Default: none.
+	AlwaysEnabled []configv1.ClusterVersionCapability
 }
 
 // DefaultLoadOptions returns the filters of a self-managed cluster with the

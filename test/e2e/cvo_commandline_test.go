@@ -38,12 +38,14 @@ func (b *lockedBuffer) String() string {
 // TestStartTakesTheCVOsCommandLine: `start` with the CVO's arguments and
 // environment, on a cluster that requests no release, installs the release
 // it ships in from $PAYLOAD_OVERRIDE (release-manifests/), its own
-// manifests/ rendered with --release-image and $CLUSTER_PROFILE, and
-// logs each pass at --v=2.
+// manifests/ rendered with --release-image and $CLUSTER_PROFILE, with the
+// capabilities --always-enable-capabilities names, and logs each pass at
+// --v=2.
 func TestStartTakesTheCVOsCommandLine(t *testing.T) {
 	bin, c, ns := newCLITest(t)
 	root := t.TempDir()
-	release := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_a.yaml": configMap(ns, "a", "x")})
+	release := writePayload(t, "1.0.0", map[string]string{"0000_50_demo_00_a.yaml": configMap(ns, "a", "x"),
+		"0000_50_demo_01_ingress.yaml": configMap(ns, "ingress", "x", `capability.openshift.io/name: Ingress`)})
 	if err := os.Rename(release, filepath.Join(root, "release-manifests")); err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +68,19 @@ data:
 		t.Fatal(err)
 	}
 	image := "quay.example.com/ocp/release@sha256:" + strings.Repeat("5", 64)
+	// The installer's ClusterVersion: no release requested, no capability
+	// asked for but those --always-enable-capabilities names.
+	if _, err := configClient(t).ConfigV1().ClusterVersions().Create(context.Background(), &configv1.ClusterVersion{
+		ObjectMeta: metav1.ObjectMeta{Name: "version"},
+		Spec: configv1.ClusterVersionSpec{ClusterID: "6d4b4f3e-3a8e-4b35-9d4a-8a1b8f0e2c11",
+			Capabilities: &configv1.ClusterVersionCapabilitiesSpec{BaselineCapabilitySet: configv1.ClusterVersionCapabilitySetNone}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "start", "--release-image="+image, "--enable-auto-update=false", "--listen=", "--v=2",
+	cmd := exec.CommandContext(ctx, bin, "start", "--release-image="+image, "--enable-auto-update=false", "--listen=", "--v=2", "--always-enable-capabilities=Ingress",
 		"--leader-elect=false", "--resync-interval=1s", "--liveness-window=2s", "--kubeconfig", testCluster.ApplierKubeconfig())
 	cmd.Env = append(os.Environ(), "PAYLOAD_OVERRIDE="+root, "NODE_NAME=master-0", "CLUSTER_PROFILE=self-managed-high-availability")
 	var log lockedBuffer
@@ -100,8 +111,13 @@ data:
 	if rendered.Data["image"] != image || rendered.Data["profile"] != "self-managed-high-availability" {
 		t.Errorf("the operator's own manifest applied as %v, want it rendered", rendered.Data)
 	}
-	if _, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, "a", metav1.GetOptions{}); err != nil {
-		t.Errorf("release-manifests/ not applied: %v", err)
+	for _, name := range []string{"a", "ingress"} {
+		if _, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("release-manifests/ not applied: %v", err)
+		}
+	}
+	if caps := cv.Status.Capabilities.EnabledCapabilities; len(caps) != 1 || caps[0] != configv1.ClusterVersionCapabilityIngress {
+		t.Errorf("enabled capabilities %v, want Ingress alone, as --always-enable-capabilities names it", caps)
 	}
 	if !strings.Contains(log.String(), `"Pass ended" version="1.0.0"`) {
 		t.Errorf("--v=2 logged no pass:\n%s", log.String())
