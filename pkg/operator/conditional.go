@@ -10,7 +10,6 @@ import (
 
 	"github.com/blang/semver/v4"
 	configv1 "github.com/openshift/api/config/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -300,33 +299,20 @@ func sortReleases(nodes []updategraph.Node) {
 func ProjectUpdates(ctx context.Context, cv *configv1.ClusterVersion, target string, dyn dynamic.Interface) map[string]string {
 	c := clock.RealClock{}
 	ul := &updateLister{cfg: &Config{}, clock: c, graphs: newGraphFetcher(c, defaultGraphRefresh, defaultGraphTimeout),
-		risks: newRiskEvaluator(c, clusterconditions.New(nil), defaultRiskEvaluationTimeout), observe: &observer{dynamic: dyn}}
+		risks: newRiskEvaluator(c, clusterconditions.New(nil), defaultRiskEvaluationTimeout), observe: &observer{dynamic: dyn, fields: &fieldCache{dynamic: dyn}}}
 	return ul.refreshUpdates(ctx, cv, target, metav1.Now(), true).deprecated
 }
 
-// clusterVersionsResource is the ClusterVersion, read unstructured for
-// spec.desiredUpdate.acceptRisks, which the pinned openshift/api lacks.
+// clusterVersionsResource is the ClusterVersion, read unstructured for the
+// fields the pinned openshift/api lacks (riskstatus.go).
 var clusterVersionsResource = schema.GroupVersionResource{Group: "config.openshift.io", Version: "v1", Resource: "clusterversions"}
 
 // MaxAcceptRisks bounds the names read from acceptRisks, as the CRD does.
 const MaxAcceptRisks = 1000
 
-// AcceptRisks reads the names of the risks the ClusterVersion name accepts
-// in spec.desiredUpdate.acceptRisks: none when it has none or does not
-// exist. At most MaxAcceptRisks names, each bounded, are kept.
-func AcceptRisks(ctx context.Context, dyn dynamic.Interface, name string) ([]string, error) {
-	u, err := dyn.Resource(clusterVersionsResource).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return acceptRisksOf(u), nil
-}
-
 // acceptRisksOf reads spec.desiredUpdate.acceptRisks[].name; entries that
-// are not objects with a string name are skipped.
+// are not objects with a string name are skipped. At most MaxAcceptRisks
+// names, each bounded, are kept.
 func acceptRisksOf(u *unstructured.Unstructured) []string {
 	field, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "desiredUpdate", "acceptRisks")
 	list, _ := field.([]any)

@@ -37,7 +37,7 @@ type observer struct {
 	// CRDs stand for the current release's when that cannot be read.
 	target func(*configv1.ClusterVersion) *payload.Release
 	// fields caches what the typed ClusterVersion lacks, shared with the
-	// status writer; nil reads it every time.
+	// status writer; nil reads nothing.
 	fields *fieldCache
 	// caches are the operator loop's informer stores; nil in plan.
 	caches *loopCaches
@@ -51,7 +51,7 @@ type observer struct {
 // are returned for plan to reuse.
 func Observe(ctx context.Context, kube kubernetes.Interface, cc configclient.Interface, e *apply.Engine, cv *configv1.ClusterVersion,
 	rel *payload.Release, deprecated map[string]string) (clusterversion.Observed, *apply.CRDChecks, error) {
-	b := &observer{kube: kube, config: cc, dynamic: e.DynamicClient(), engine: e,
+	b := &observer{kube: kube, config: cc, dynamic: e.DynamicClient(), engine: e, fields: &fieldCache{dynamic: e.DynamicClient()},
 		adminGates: precondition.DefaultAdminGates, adminAcks: precondition.DefaultAdminAcks,
 		target: func(*configv1.ClusterVersion) *payload.Release { return rel }}
 	obs := clusterversion.Observed{CV: cv, CleanupStallAfter: apply.DefaultStuckAfter}
@@ -185,7 +185,7 @@ func (b *observer) targetChecks(ctx context.Context, cv *configv1.ClusterVersion
 // cannot be read, which is logged: an unread acceptance refuses, it never
 // accepts.
 func (b *observer) acceptRisks(ctx context.Context, cv *configv1.ClusterVersion) []string {
-	f, err := b.fields.of(ctx, b.dynamic, cv)
+	f, err := b.fields.of(ctx, cv)
 	if err != nil {
 		klog.FromContext(ctx).Info("Reading spec.desiredUpdate.acceptRisks failed; no risk is accepted", "err", err)
 		return nil

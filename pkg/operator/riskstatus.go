@@ -46,23 +46,18 @@ type fieldCache struct {
 }
 
 // of returns the newer fields of cv, through the dynamic client once per
-// resourceVersion: none when the ClusterVersion does not exist. A nil
-// cache reads every time.
-func (c *fieldCache) of(ctx context.Context, dyn dynamic.Interface, cv *configv1.ClusterVersion) (newerFields, error) {
-	if c != nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if cv.ResourceVersion != "" && c.last.resourceVersion == cv.ResourceVersion {
-			return c.last, nil
-		}
-		if c.dynamic != nil {
-			dyn = c.dynamic
-		}
-	}
-	if dyn == nil {
+// resourceVersion: none when the ClusterVersion does not exist, or without
+// a cache or a client.
+func (c *fieldCache) of(ctx context.Context, cv *configv1.ClusterVersion) (newerFields, error) {
+	if c == nil || c.dynamic == nil {
 		return newerFields{}, nil
 	}
-	u, err := dyn.Resource(clusterVersionsResource).Get(ctx, cv.Name, metav1.GetOptions{})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cv.ResourceVersion != "" && c.last.resourceVersion == cv.ResourceVersion {
+		return c.last, nil
+	}
+	u, err := c.dynamic.Resource(clusterVersionsResource).Get(ctx, cv.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return newerFields{}, nil
 	}
@@ -72,9 +67,7 @@ func (c *fieldCache) of(ctx context.Context, dyn dynamic.Interface, cv *configv1
 	f := newerFieldsOf(u)
 	// Kept under the version asked for: the pass decides on that one.
 	f.resourceVersion = cv.ResourceVersion
-	if c != nil {
-		c.last = f
-	}
+	c.last = f
 	return f, nil
 }
 

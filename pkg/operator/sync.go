@@ -333,7 +333,7 @@ func (w *statusWriter) updateStatus(ctx context.Context, original, cv *configv1.
 	var held newerFields
 	if len(original.Status.ConditionalUpdates) > 0 || len(cv.Status.ConditionalUpdates) > 0 {
 		var err error
-		if held, err = w.fields.of(ctx, nil, original); err != nil {
+		if held, err = w.fields.of(ctx, original); err != nil {
 			// Written anew from the evaluations, with new transition times.
 			klog.FromContext(ctx).V(2).Info("Reading the risk status failed", "err", err)
 		}
