@@ -116,14 +116,15 @@ func ensureCRD(ctx context.Context, dyn dynamic.Interface, crd *unstructured.Uns
 	return apply.WaitEstablished(ctx, ri, crd.GetName(), rv)
 }
 
-// hostIdentity names this process for leader election: the host name plus
-// a random suffix, so that two processes on one host never share a lease.
+// hostIdentity names this process for leader election: node, else the host
+// name, plus a random suffix, so that two processes on one host never share
+// a lease.
 func hostIdentity(node string) string {
-	h, err := os.Hostname()
-	if node != "" {
-		h, err = node, nil
+	h := node
+	if h == "" {
+		h, _ = os.Hostname()
 	}
-	if err != nil || h == "" {
+	if h == "" {
 		h = "payload-applier"
 	}
 	return h + "_" + uuid.NewString()

@@ -8,6 +8,7 @@ import (
 
 	configv1 "github.com/openshift/api/config/v1"
 	configclient "github.com/openshift/client-go/config/clientset/versioned"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -144,17 +145,7 @@ func decodeWritten(raw []byte) (*configv1.ClusterVersion, newerFields, error) {
 
 // sameApplies: two risk statuses are equal, an empty one whether nil or not.
 func sameApplies(a, b clusterversion.RiskApplies) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for name, c := range a {
-		d, ok := b[name]
-		if !ok || c.Type != d.Type || c.Status != d.Status || c.Reason != d.Reason || c.Message != d.Message ||
-			!c.LastTransitionTime.Equal(&d.LastTransitionTime) {
-			return false
-		}
-	}
-	return true
+	return len(a) == 0 && len(b) == 0 || equality.Semantic.DeepEqual(a, b)
 }
 
 // keptApplies is applies for the risks of updates alone: the budget may
